@@ -1,6 +1,6 @@
 module github.com/ninfer/ninfer
 
-go 1.24
+go 1.26.0
 
 require (
 	github.com/dlclark/regexp2 v1.12.0
