@@ -1,7 +1,9 @@
 // Package format defines the tensor storage formats of the .ninfer container:
 // their names (v3 lowercase and v2 uppercase), storage layouts, exact encoded
 // byte sizes, and (in sibling files) the canonical encoders and reference
-// decoders. The byte layouts are specified in docs/FORMAT.md.
+// decoders. The container is specified in docs/FORMAT.md; tensor byte
+// layouts, encoder algorithms, decode formulas and error bounds in
+// docs/FORMATS-TENSOR.md.
 package format
 
 import (
