@@ -207,6 +207,8 @@ func ParseHFConfig(data []byte) (Config, Layout, error) {
 		}
 		layout = LayoutMultimodal
 	case arch == Architecture || (arch == "" && root.ModelType == "qwen3_5_text"):
+		// hfRoot's own tie_word_embeddings shadows the embedded hfText one.
+		text.TieWordEmbeddings = root.TieWordEmbeddings
 	default:
 		name := arch
 		if name == "" {

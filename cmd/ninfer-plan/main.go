@@ -1,0 +1,322 @@
+// Command ninfer-plan prints the device memory plan of a model: from a
+// .ninfer artifact (--weights) or from a Hugging Face config.json and a
+// quantization recipe (--config --recipe) before converting.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ninfer/ninfer/pkg/artifact"
+	"github.com/ninfer/ninfer/pkg/gpu"
+	"github.com/ninfer/ninfer/pkg/plan"
+	"github.com/ninfer/ninfer/pkg/qwen35"
+	"github.com/ninfer/ninfer/pkg/recipe"
+)
+
+const name = "ninfer-plan"
+
+// usageError marks an error as a usage error (exit 2).
+type usageError struct{ error }
+
+func usagef(f string, a ...any) error { return usageError{fmt.Errorf(f, a...)} }
+
+func main() { os.Exit(run(os.Args, os.Stdout, os.Stderr)) }
+
+// run runs the command and returns its exit status: 0, 1 for runtime
+// errors, 2 for usage errors.
+func run(args []string, stdout, stderr io.Writer) int {
+	app := newApp(stdout, stderr)
+	err := app.Run(args)
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintf(stderr, "%s: %s\n", name, strings.ReplaceAll(err.Error(), "\n", " "))
+	var ue usageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	return 1
+}
+
+func newApp(stdout, stderr io.Writer) *cli.App {
+	return &cli.App{
+		Name:      name,
+		Usage:     "print the device memory plan of a model (schema-15 memory object)",
+		UsageText: name + " (--weights M.ninfer | --config config.json [--recipe R]) (--device-memory SIZE | --gpu NAME | --available SIZE) [options]",
+		Description: `Plans the weights, sequence (KV cache, GDN state) and workspace arenas,
+the CUDA graph allowance and the KV capacity exactly as the engine will
+allocate them. Offline, the memory available after the weights is the device
+total minus the weights minus a fixed runtime overhead (512 MiB on cuda).
+
+Sizes take B, KB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB.
+Known GPUs: ` + strings.Join(gpu.Names(), ", ") + `.
+Recipes: ` + strings.Join(recipe.Names(), ", ") + `.
+
+Examples:
+  ninfer-plan --weights model.ninfer --gpu rtx-4090 --max-ctx 32768 --kv-dtype int8
+  ninfer-plan --weights model.ninfer --device-memory 24GiB --spec mtp --draft-tokens 2 --json
+  ninfer-plan --config config.json --recipe groupwise-int --gpu h200 --kv-capacity auto
+  ninfer-plan --config config.json --backend cpu --available 8GiB --max-ctx 4096`,
+		Writer:          stdout,
+		ErrWriter:       stderr,
+		HideHelpCommand: true,
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return usageError{err}
+		},
+		ExitErrHandler: func(*cli.Context, error) {},
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "weights", Usage: "plan for the .ninfer artifact `PATH` (header only is read)"},
+			&cli.StringFlag{Name: "config", Usage: "plan from a Hugging Face config.json `PATH` before converting"},
+			&cli.StringFlag{Name: "recipe", Value: "groupwise-int", Usage: "quantization `RECIPE` for --config"},
+			&cli.StringFlag{Name: "device-memory", Usage: "device total memory `SIZE` (e.g. 24GiB)"},
+			&cli.StringFlag{Name: "gpu", Usage: "take the device total of a known GPU `NAME` (e.g. h200, rtx-4090)"},
+			&cli.StringFlag{Name: "available", Usage: "memory `SIZE` available after the weights (measured, or the CPU backend's budget)"},
+			&cli.StringFlag{Name: "runtime-overhead", Usage: "runtime overhead `SIZE` subtracted from the device total (default 512MiB on cuda, 0 on cpu)"},
+			&cli.StringFlag{Name: "backend", Value: "cuda", Usage: "engine `BACKEND`: cuda or cpu (cpu: no graphs, no overhead)"},
+			&cli.StringFlag{Name: "max-ctx", Usage: "max context in `TOKENS` (default: the explicit kv capacity, or the largest that fits)"},
+			&cli.StringFlag{Name: "kv-capacity", Value: "auto", Usage: "KV capacity in `TOKENS`, or auto"},
+			&cli.StringFlag{Name: "kv-dtype", Value: "bf16", Usage: "KV cache `DTYPE`: bf16, int8 or fp8"},
+			&cli.StringFlag{Name: "headroom", Usage: "auto-mode headroom `SIZE` (default 1GiB)"},
+			&cli.StringFlag{Name: "prefill-chunk", Value: "1024", Usage: "prefill chunk in `TOKENS` (multiple of 128)"},
+			&cli.StringFlag{Name: "spec", Value: "none", Usage: "speculative `BACKEND`: none or mtp"},
+			&cli.StringFlag{Name: "draft-tokens", Usage: "MTP draft tokens `K` in [1,5]"},
+			&cli.BoolFlag{Name: "lm-head-draft", Usage: "use the optimized (reduced-vocabulary) proposal head"},
+			&cli.BoolFlag{Name: "no-cuda-graph", Usage: "plan eager decode (no graph allowance)"},
+			&cli.IntFlag{Name: "device", Usage: "device `ORDINAL` reported as memory.device"},
+			&cli.BoolFlag{Name: "json", Usage: "print the schema-15 memory object as JSON"},
+			&cli.StringFlag{Name: "output-file", Aliases: []string{"o"}, Usage: "write the output to `PATH` (atomically) instead of stdout"},
+		},
+		Action: func(c *cli.Context) error { return action(c, stdout, stderr) },
+	}
+}
+
+func action(c *cli.Context, stdout, stderr io.Writer) error {
+	if c.NArg() > 0 {
+		return usagef("unexpected argument %q", c.Args().First())
+	}
+	o, err := options(c)
+	if err != nil {
+		return err
+	}
+	var cfg qwen35.Config
+	var objs []plan.Object
+	switch w, cf := c.String("weights"), c.String("config"); {
+	case w != "" && cf != "":
+		return usagef("--weights and --config are mutually exclusive")
+	case w == "" && cf == "":
+		return usagef("--weights or --config is required")
+	case w != "":
+		if c.IsSet("recipe") {
+			return usagef("--recipe applies to --config only")
+		}
+		if cfg, objs, err = weightsFromArtifact(w); err != nil {
+			return err
+		}
+	default:
+		r, err := recipe.Lookup(c.String("recipe"))
+		if err != nil {
+			return usagef("--recipe: %v", err)
+		}
+		if cfg, objs, err = weightsFromConfig(cf, r, o.LMHeadDraft); err != nil {
+			return err
+		}
+	}
+	p, err := plan.New(cfg, objs, o)
+	if err != nil {
+		return err
+	}
+	var out []byte
+	if c.Bool("json") {
+		if out, err = p.Memory.JSON(); err != nil {
+			return fmt.Errorf("encode memory object: %w", err)
+		}
+	} else {
+		var b strings.Builder
+		if err := p.WriteTable(&b); err != nil {
+			return fmt.Errorf("render table: %w", err)
+		}
+		out = []byte(b.String())
+	}
+	if path := c.String("output-file"); path != "" {
+		if err := writeAtomic(path, out); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "wrote %s\n", path)
+		return nil
+	}
+	_, err = stdout.Write(out)
+	return err
+}
+
+// options turns the flags into plan options; every error is a usage error.
+func options(c *cli.Context) (plan.Options, error) {
+	var o plan.Options
+	var err error
+	positive := func(flag string) (int64, error) {
+		s := c.String(flag)
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 1 {
+			return 0, usagef("invalid %s: %s", flag, s)
+		}
+		return n, nil
+	}
+	size := func(flag string) (int64, error) {
+		n, err := plan.ParseSize(c.String(flag))
+		if err != nil {
+			return 0, usagef("--%s: %v", flag, err)
+		}
+		return n, nil
+	}
+	if o.KVDtype, err = plan.ParseKVDtype(c.String("kv-dtype")); err != nil {
+		return o, usageError{err}
+	}
+	if o.Spec, err = plan.ParseSpec(c.String("spec")); err != nil {
+		return o, usageError{err}
+	}
+	switch b := plan.Backend(c.String("backend")); b {
+	case plan.BackendCUDA, plan.BackendCPU:
+		o.Backend = b
+	default:
+		return o, usagef("invalid backend: %s (want cuda or cpu)", b)
+	}
+	if c.IsSet("max-ctx") {
+		if o.MaxContext, err = positive("max-ctx"); err != nil {
+			return o, err
+		}
+	}
+	if s := c.String("kv-capacity"); s != "auto" {
+		if o.KVCapacity, err = positive("kv-capacity"); err != nil {
+			return o, err
+		}
+		if c.IsSet("headroom") {
+			return o, usagef("--headroom applies to --kv-capacity auto only")
+		}
+	}
+	if c.IsSet("headroom") {
+		if o.HeadroomBytes, err = size("headroom"); err != nil {
+			return o, err
+		}
+	}
+	if o.PrefillChunk, err = positive("prefill-chunk"); err != nil {
+		return o, err
+	}
+	if c.IsSet("draft-tokens") {
+		n, err := positive("draft-tokens")
+		if err != nil {
+			return o, usagef("invalid draft-tokens: %s", c.String("draft-tokens"))
+		}
+		o.DraftTokens = int(min(n, 1<<20))
+	}
+	o.LMHeadDraft = c.Bool("lm-head-draft")
+	o.UseCUDAGraph = !c.Bool("no-cuda-graph") && o.Backend == plan.BackendCUDA
+	o.Device = c.Int("device")
+	if o.Device < 0 {
+		return o, usagef("invalid device: %d", o.Device)
+	}
+
+	budgets := 0
+	for _, f := range []string{"device-memory", "gpu", "available"} {
+		if c.IsSet(f) {
+			budgets++
+		}
+	}
+	if budgets != 1 {
+		return o, usagef("give exactly one of --device-memory, --gpu or --available")
+	}
+	switch {
+	case c.IsSet("device-memory"):
+		if o.DeviceTotalBytes, err = size("device-memory"); err != nil {
+			return o, err
+		}
+	case c.IsSet("gpu"):
+		card, err := gpu.Lookup(c.String("gpu"))
+		if err != nil {
+			return o, usagef("--gpu: %v", err)
+		}
+		o.DeviceTotalBytes = card.MemoryBytes
+	default:
+		if o.AvailableAfterWeightsBytes, err = size("available"); err != nil {
+			return o, err
+		}
+	}
+	if c.IsSet("runtime-overhead") {
+		if o.AvailableAfterWeightsBytes > 0 {
+			return o, usagef("--runtime-overhead applies to --device-memory and --gpu only")
+		}
+		s := c.String("runtime-overhead")
+		if s == "0" {
+			o.RuntimeOverheadBytes = -1
+		} else if o.RuntimeOverheadBytes, err = size("runtime-overhead"); err != nil {
+			return o, err
+		}
+	}
+	if err := o.Validate(); err != nil {
+		return o, usageError{err}
+	}
+	return o, nil
+}
+
+// weightsFromConfig plans from a Hugging Face config.json and a recipe.
+func weightsFromConfig(path string, r recipe.Recipe, withProposal bool) (qwen35.Config, []plan.Object, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return qwen35.Config{}, nil, fmt.Errorf("read config: %w", err)
+	}
+	cfg, _, err := qwen35.ParseHFConfig(data)
+	if err != nil {
+		return qwen35.Config{}, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	objs, _, err := plan.FromRecipe(cfg, r, withProposal)
+	if err != nil {
+		return qwen35.Config{}, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, objs, nil
+}
+
+// weightsFromArtifact reads the config and the object directory of a
+// .ninfer artifact (header only).
+func weightsFromArtifact(path string) (qwen35.Config, []plan.Object, error) {
+	f, err := artifact.Open(path)
+	if err != nil {
+		return qwen35.Config{}, nil, err
+	}
+	defer f.Close()
+	cfg, err := f.Config()
+	if err != nil {
+		return qwen35.Config{}, nil, err
+	}
+	objs := make([]plan.Object, len(f.Objects))
+	for i, o := range f.Objects {
+		objs[i] = plan.Object{ID: o.ID, Component: o.Component, Bytes: o.Bytes, Host: !o.IsTensor()}
+	}
+	return cfg, objs, nil
+}
+
+// writeAtomic writes data to path through a temporary file and a rename.
+func writeAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

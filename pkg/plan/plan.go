@@ -1,0 +1,225 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/ninfer/ninfer/pkg/qwen35"
+	"github.com/ninfer/ninfer/pkg/recipe"
+)
+
+// Refusal errors: errors.Is(err, ErrWeightsDoNotFit) and
+// errors.Is(err, ErrReservationTooLarge) identify New's refusals.
+var (
+	ErrWeightsDoNotFit     = errors.New("weights do not fit")
+	ErrReservationTooLarge = errors.New("runtime reservation does not fit")
+)
+
+// ReservationError is the refusal of resolve_kv_capacity; its text is the
+// reference's.
+type ReservationError struct{ Required, Available int64 }
+
+func (e *ReservationError) Error() string {
+	return fmt.Sprintf("requested Engine runtime reservation requires %d bytes, but only %d bytes are available for runtime capacity", e.Required, e.Available)
+}
+
+// Is makes errors.Is(err, ErrReservationTooLarge) true.
+func (e *ReservationError) Is(target error) bool { return target == ErrReservationTooLarge }
+
+// Resolution is the KV capacity resolution (resolve_kv_capacity).
+type Resolution struct {
+	Mode                       string // "explicit" or "auto"
+	MinPages, MaxPages, Pages  int64  // page groups
+	MinimumReservationBytes    int64  // plan(min pages) device reservation
+	IncrementBytes             int64  // plan(min+1) − plan(min); 0 when min = max
+	ReservationBytes           int64  // min_res + (pages−min)·stride
+	HeadroomBytes              int64  // auto headroom (0 when explicit)
+	AvailableAfterWeightsBytes int64  // A
+	PlannedSlackBytes          int64  // A − reservation
+}
+
+// Plan is a complete memory plan; see the package doc.
+type Plan struct {
+	Config  qwen35.Config
+	Options Options // with defaults filled and MaxContext resolved
+
+	KVCacheName string
+	KV          KVGeometry
+	GDN         GDNGeometry
+
+	Weights   Arena   // device objects at 256-byte aligned offsets
+	Sequence  Arena   // persistent per-sequence arena
+	Phases    []Arena // workspace phases, each laid out from offset 0
+	Workspace int64   // workspace arena capacity (largest phase or override)
+
+	GraphAllowanceBytes int64
+	RuntimeOverhead     int64 // subtracted from the device total (offline)
+	Resolution          Resolution
+	Memory              Memory
+}
+
+// planAt is the device reservation at a page count.
+type planAt struct {
+	seq       Arena
+	kv        KVGeometry
+	gdn       GDNGeometry
+	phases    []Arena
+	workspace int64
+	graph     int64
+}
+
+func (p planAt) reservation() int64 { return p.seq.Capacity + p.workspace + p.graph }
+
+func at(c qwen35.Config, o Options, maxCtx, pages int64) planAt {
+	seq, kv, gdn := sequenceArena(c, o, maxCtx, pages)
+	phases := workspacePhases(c, o, maxCtx, proposalRows(c))
+	return planAt{seq: seq, kv: kv, gdn: gdn, phases: phases, workspace: workspaceCapacity(phases, o),
+		graph: graphAllowance(o, maxCtx, pages*PageTokens)}
+}
+
+func proposalRows(c qwen35.Config) int64 {
+	return min(int64(recipe.ProposalRows), int64(c.VocabSize))
+}
+
+// New computes the memory plan of model c with the given artifact objects.
+func New(c qwen35.Config, objects []Object, opts Options) (*Plan, error) {
+	if err := checkConfig(c); err != nil {
+		return nil, err
+	}
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if o.Spec == SpecMTP && c.MTPNumHiddenLayers == 0 {
+		return nil, fmt.Errorf("--spec mtp needs an MTP head, but the model has mtp_num_hidden_layers 0")
+	}
+	dev, err := SelectDevice(objects, o.Spec, o.LMHeadDraft)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{Config: c, KVCacheName: o.KVDtype.CacheName()}
+	items := make([]Term, len(dev))
+	for i, d := range dev {
+		items[i] = Term{Name: d.ID, Bytes: d.Bytes}
+	}
+	p.Weights = layout("weights", items)
+
+	// A: the memory available after the weights.
+	A := o.AvailableAfterWeightsBytes
+	if o.DeviceTotalBytes > 0 {
+		p.RuntimeOverhead = o.RuntimeOverheadBytes
+		A = o.DeviceTotalBytes - p.Weights.Capacity - o.RuntimeOverheadBytes
+		if A <= 0 {
+			return nil, fmt.Errorf("%w: %d device objects need %d bytes, but the device has %d bytes (%d after %d bytes of runtime overhead)",
+				ErrWeightsDoNotFit, len(dev), p.Weights.Capacity, o.DeviceTotalBytes, o.DeviceTotalBytes-o.RuntimeOverheadBytes, o.RuntimeOverheadBytes)
+		}
+	}
+
+	limit := int64(c.MaxPositionEmbeddings)
+	if o.MaxContext == 0 {
+		if limit <= 0 {
+			limit = defaultMaxContextCap
+		}
+		ctx, err := largestContext(c, o, A, limit)
+		if err != nil {
+			return nil, err
+		}
+		o.MaxContext = ctx
+	} else if limit > 0 && o.MaxContext > limit {
+		return nil, fmt.Errorf("max context %d exceeds the model's max_position_embeddings %d", o.MaxContext, limit)
+	}
+
+	res, err := resolve(c, o, A)
+	if err != nil {
+		return nil, err
+	}
+	pa := at(c, o, o.MaxContext, res.Pages)
+	if got := pa.reservation(); got != res.ReservationBytes {
+		return nil, fmt.Errorf("internal: plan is not affine in pages: reservation %d at %d pages, resolved %d", got, res.Pages, res.ReservationBytes)
+	}
+	p.Options = o
+	p.KV, p.GDN = pa.kv, pa.gdn
+	p.Sequence, p.Phases, p.Workspace = pa.seq, pa.phases, pa.workspace
+	p.GraphAllowanceBytes = pa.graph
+	p.Resolution = res
+	p.Memory = p.memory()
+	return p, nil
+}
+
+// resolve is resolve_kv_capacity (shared/reference/ninfer-bench.md §4).
+func resolve(c qwen35.Config, o Options, A int64) (Resolution, error) {
+	C := int64(o.MaxConcurrency)
+	logical := ceilDiv(o.MaxContext, PageTokens)
+	r := Resolution{Mode: o.KVCapacityMode(), MinPages: max(logical, C), MaxPages: C * logical, AvailableAfterWeightsBytes: A}
+	r.MinimumReservationBytes = at(c, o, o.MaxContext, r.MinPages).reservation()
+	if r.MinPages < r.MaxPages {
+		r.IncrementBytes = at(c, o, o.MaxContext, r.MinPages+1).reservation() - r.MinimumReservationBytes
+	}
+	budget := A
+	if r.Mode == "explicit" {
+		if o.KVCapacity < o.MaxContext {
+			return r, fmt.Errorf("kv capacity %d tokens is below the max context %d", o.KVCapacity, o.MaxContext)
+		}
+		r.Pages = ceilDiv(o.KVCapacity, PageTokens)
+		if r.Pages < r.MinPages || r.Pages > r.MaxPages {
+			return r, fmt.Errorf("kv capacity %d tokens (%d page groups) must be within [%d, %d] page groups for max context %d",
+				o.KVCapacity, r.Pages, r.MinPages, r.MaxPages, o.MaxContext)
+		}
+	} else {
+		r.HeadroomBytes = o.HeadroomBytes
+		budget = A - o.HeadroomBytes
+		if budget < r.MinimumReservationBytes {
+			return r, &ReservationError{r.MinimumReservationBytes, budget}
+		}
+		r.Pages = r.MinPages
+		if r.IncrementBytes > 0 {
+			r.Pages = min(r.MaxPages, r.MinPages+(budget-r.MinimumReservationBytes)/r.IncrementBytes)
+		}
+	}
+	r.ReservationBytes = r.MinimumReservationBytes + (r.Pages-r.MinPages)*r.IncrementBytes
+	if r.ReservationBytes > budget {
+		return r, &ReservationError{r.ReservationBytes, budget}
+	}
+	r.PlannedSlackBytes = A - r.ReservationBytes
+	return r, nil
+}
+
+// largestContext is the largest max context (a multiple of 64, at most
+// limit) whose auto-mode reservation fits A − headroom.
+func largestContext(c qwen35.Config, o Options, A, limit int64) (int64, error) {
+	budget := A - o.HeadroomBytes
+	fits := func(pages int64) bool {
+		return at(c, o, pages*PageTokens, pages).reservation() <= budget
+	}
+	if !fits(1) {
+		need := at(c, o, PageTokens, 1).reservation()
+		return 0, &ReservationError{need, budget}
+	}
+	lo, hi := int64(1), limit/PageTokens // fits(lo) holds
+	if hi < 1 {
+		return min(limit, PageTokens), nil
+	}
+	if fits(hi) {
+		return min(limit, hi*PageTokens), nil
+	}
+	for hi-lo > 1 { // invariant: fits(lo), !fits(hi)
+		mid := lo + (hi-lo)/2
+		if fits(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo * PageTokens, nil
+}
+
+// Phase returns the workspace phase of the given name ("prefill",
+// "decode", "mtp_verify", "mtp_prefill", "mtp_draft"), or ok=false.
+func (p *Plan) Phase(name string) (Arena, bool) {
+	for _, a := range p.Phases {
+		if a.Name == name {
+			return a, true
+		}
+	}
+	return Arena{}, false
+}

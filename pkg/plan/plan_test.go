@@ -1,0 +1,445 @@
+package plan
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ninfer/ninfer/pkg/qwen35"
+)
+
+// model returns a Qwen3.5 config with every 4th layer full attention.
+func model(layers, hidden, inter, vocab, nh, nkv, hd, nk, nv, dk, mtp int) qwen35.Config {
+	c := qwen35.Config{
+		VocabSize: vocab, HiddenSize: hidden, NumHiddenLayers: layers, IntermediateSize: inter,
+		NumAttentionHeads: nh, NumKeyValueHeads: nkv, HeadDim: hd, LinearConvKernelDim: 4,
+		LinearKeyHeadDim: dk, LinearValueHeadDim: dk, LinearNumKeyHeads: nk, LinearNumValueHeads: nv,
+		RMSNormEps: 1e-6, RopeTheta: 1e7, PartialRotaryFactor: 0.25, MTPNumHiddenLayers: mtp,
+		MaxPositionEmbeddings: 262144,
+	}
+	for i := 0; i < layers; i++ {
+		t := qwen35.LinearAttention
+		if (i+1)%4 == 0 {
+			t = qwen35.FullAttention
+		}
+		c.LayerTypes = append(c.LayerTypes, t)
+	}
+	return c
+}
+
+// q27b is the 27B shape: 64 layers (16 full), kv_heads 4, head_dim 256,
+// GDN nv 48, dk = dv 128, conv_dim 10240, hidden 5120, one MTP layer.
+func q27b() qwen35.Config { return model(64, 5120, 17408, 248320, 24, 4, 256, 16, 48, 128, 1) }
+
+func tiny() qwen35.Config { return model(4, 64, 128, 1000, 2, 1, 32, 2, 4, 16, 1) }
+
+const (
+	seedWeights   = 17487992064
+	seedA         = 7420313600
+	seedWorkspace = 159981568
+	seedSeqOther  = 19446016
+	seedStartup   = 6508052480
+)
+
+func seedOptions() Options {
+	return Options{MaxContext: 16384, KVCapacity: 16384, KVDtype: KVFP8, PrefillChunk: 1024,
+		Spec: SpecMTP, DraftTokens: 2, LMHeadDraft: true, UseCUDAGraph: true,
+		AvailableAfterWeightsBytes: seedA}
+}
+
+func TestBytesPerTokenHead(t *testing.T) {
+	tests := []struct {
+		d    KVDtype
+		hd   int
+		want int64
+	}{
+		{KVBF16, 256, 1024}, {KVInt8, 256, 528}, {KVFP8, 256, 516},
+		{KVBF16, 128, 512}, {KVInt8, 128, 264}, {KVFP8, 128, 260},
+		{KVInt8, 96, 200}, {KVFP8, 320, 648}, {KVBF16, 32, 128},
+	}
+	for _, tc := range tests {
+		if got := tc.d.BytesPerTokenHead(tc.hd); got != tc.want {
+			t.Errorf("%s d=%d: %d, want %d", tc.d, tc.hd, got, tc.want)
+		}
+	}
+	for in, want := range map[string]string{"bf16": "bf16", "int8": "int8-group64", "FP8": "fp8-e4m3-row256"} {
+		d, err := ParseKVDtype(in)
+		if err != nil || d.CacheName() != want {
+			t.Errorf("ParseKVDtype(%q) = %v %v, cache name %q, want %q", in, d, err, d.CacheName(), want)
+		}
+	}
+	if _, err := ParseKVDtype("nvfp4"); err == nil {
+		t.Error("ParseKVDtype(nvfp4) succeeded")
+	}
+}
+
+// TestSeedReconciliation reproduces the seed report's memory object: 27B,
+// MTP k=2, fp8 KV, explicit 16,384 tokens, with the seed's measured
+// workspace, other-sequence bytes, A and startup free memory as inputs and
+// one GDN state slot (upstream's replay-record design).
+func TestSeedReconciliation(t *testing.T) {
+	o := seedOptions()
+	o.WorkspaceBytesOverride, o.SequenceOtherBytesOverride = seedWorkspace, seedSeqOther
+	o.GDNStateSlots = 1
+	o.AvailableAfterStartupBytes = seedStartup
+	objs := []Object{{ID: "all-weights", Component: "text", Bytes: seedWeights}}
+	p, err := New(q27b(), objs, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.KV.PayloadBytes() != 575013888 || p.GDN.SlotBytes != 153944064 || p.GraphAllowanceBytes != 85983232 || p.KV.Pages != 256 {
+		t.Errorf("payload %d slot %d graph %d pages %d, want 575013888 153944064 85983232 256",
+			p.KV.PayloadBytes(), p.GDN.SlotBytes, p.GraphAllowanceBytes, p.KV.Pages)
+	}
+	m := p.Memory
+	if m.MinimumRuntimeReservationBytes != 994368768 || m.PlannedSlackBytes != 6425944832 || m.Sequence.CapacityBytes != 748403968 {
+		t.Errorf("min res %d slack %d sequence %d, want 994368768 6425944832 748403968",
+			m.MinimumRuntimeReservationBytes, m.PlannedSlackBytes, m.Sequence.CapacityBytes)
+	}
+	got, err := m.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile("testdata/seed_memory.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("memory object differs from the seed report:\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestSeedEngineLayout checks the same configuration with ninfer's own
+// layout: k+1 = 3 GDN slots and the computed seq.* buffers.
+func TestSeedEngineLayout(t *testing.T) {
+	p, err := New(q27b(), []Object{{ID: "w", Component: "text", Bytes: seedWeights}}, seedOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.GDN.Slots != 3 {
+		t.Fatalf("GDN slots %d, want k+1 = 3", p.GDN.Slots)
+	}
+	other := int64(10485760 + 993280 + 10240 + 10240 + 256 + 256 + 30720) // prefill_hidden, token_counts, tail, boundary, round_state(88), sampling(64), mtp_hidden
+	want := int64(575013888) + 3*153944064 + other
+	if p.Sequence.Capacity != want {
+		t.Errorf("sequence %d, want %d", p.Sequence.Capacity, want)
+	}
+	if tm, ok := p.Sequence.Term("kv.mtp"); !ok || tm.Bytes != 516*4*64*257 {
+		t.Errorf("kv.mtp = %+v, want %d bytes", tm, 516*4*64*257)
+	}
+	if tm, ok := p.Sequence.Term("gdn.ssm_state"); !ok || tm.Bytes != 48*3*3145728 {
+		t.Errorf("gdn.ssm_state = %+v, want %d", tm, 48*3*3145728)
+	}
+	if p.Memory.RuntimeReservationBytes != p.Sequence.Capacity+p.Workspace+85983232 {
+		t.Errorf("reservation %d != sequence + workspace + graph", p.Memory.RuntimeReservationBytes)
+	}
+	checkArena(t, p.Sequence)
+	for _, ph := range p.Phases {
+		checkArena(t, ph)
+		if ph.Capacity > p.Workspace {
+			t.Errorf("phase %s %d exceeds workspace %d", ph.Name, ph.Capacity, p.Workspace)
+		}
+	}
+}
+
+// checkArena checks that terms are aligned, disjoint, in order, and that
+// the capacity is the sum of aligned sizes.
+func checkArena(t *testing.T, a Arena) {
+	t.Helper()
+	var off, sum int64
+	for _, tm := range a.Terms {
+		if tm.Offset%ArenaAlignment != 0 || tm.Offset < off || tm.Bytes <= 0 {
+			t.Errorf("arena %s: term %s at %d (%d bytes) after %d", a.Name, tm.Name, tm.Offset, tm.Bytes, off)
+		}
+		off = tm.Offset + tm.Bytes
+		sum += (tm.Bytes + 255) / 256 * 256
+	}
+	if sum != a.Capacity {
+		t.Errorf("arena %s: capacity %d, Σ aligned %d", a.Name, a.Capacity, sum)
+	}
+}
+
+// TestWorkspaceTiny pins the prefill and decode phases of a tiny config to
+// hand-computed sizes (H 64, I 128, V 1000, nh 2, nkv 1, hd 32, nk 2, nv 4,
+// dk = dv 16, conv_dim 128, value_dim 64, chunk 128).
+func TestWorkspaceTiny(t *testing.T) {
+	p, err := New(tiny(), nil, Options{MaxContext: 1024, KVCapacity: 1024, PrefillChunk: 128, UseCUDAGraph: true, AvailableAfterWeightsBytes: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := func(b int64) int64 { return (b + 255) / 256 * 256 }
+	T := int64(128)
+	prefill := a(T*64*2) + a(T*192*2) + a(T*8*4) + a(T*128*2) + a(T*64*2) + a(T*256*2) +
+		a(T*4*32*2) + a(2*4*16*16*2) + a(1000*4) + a(4)
+	decode := a(64*2) + a(192*2) + a(8*4) + a(128*2) + a(2*MaxAttnSplits*34*4) + a(64*2) + a(256*2) + a(1000*4) + a(4)
+	if len(p.Phases) != 2 || p.Phases[0].Capacity != prefill || p.Phases[1].Capacity != decode {
+		for _, ph := range p.Phases {
+			t.Logf("%s %d", ph.Name, ph.Capacity)
+		}
+		t.Fatalf("phases prefill/decode want %d/%d", prefill, decode)
+	}
+	if p.Workspace != prefill {
+		t.Errorf("workspace %d, want the prefill phase %d", p.Workspace, prefill)
+	}
+	if ph, ok := p.Phase("decode"); !ok || ph.Capacity != decode {
+		t.Errorf("Phase(decode) = %d %v, want %d", ph.Capacity, ok, decode)
+	}
+	if tm, ok := p.Phases[0].Term("prefill.gdn_chunk_states"); !ok || tm.Bytes != 2*4*16*16*2 {
+		t.Errorf("prefill.gdn_chunk_states = %+v %v", tm, ok)
+	}
+	if _, ok := p.Phase("mtp_verify"); ok {
+		t.Error("mtp_verify phase without speculation")
+	}
+	// GDN slot: 3 layers × (4·16·16·4 + 128·3·2).
+	if p.GDN.Slots != 1 || p.GDN.SlotBytes != 3*(4096+768) {
+		t.Errorf("GDN slots %d slot bytes %d, want 1, %d", p.GDN.Slots, p.GDN.SlotBytes, 3*(4096+768))
+	}
+	// no spec: graph allowance 12 MiB, no MTP KV.
+	if p.GraphAllowanceBytes != 12<<20 || p.KV.MTPBytes != 0 || p.KV.TextBytes != 16*64*1*128 {
+		t.Errorf("graph %d mtp kv %d text kv %d", p.GraphAllowanceBytes, p.KV.MTPBytes, p.KV.TextBytes)
+	}
+}
+
+func TestGraphAllowance(t *testing.T) {
+	tests := []struct {
+		name     string
+		o        Options
+		ctx, kv  int64
+		wantMiBs int64
+	}{
+		{"none", Options{UseCUDAGraph: true, Spec: SpecNone, MaxConcurrency: 1}, 100000, 100032, 12},
+		{"mtp small", Options{UseCUDAGraph: true, Spec: SpecMTP, DraftTokens: 2, MaxConcurrency: 1}, 4092, 4096, 12},
+		{"mtp ctx+2k caps", Options{UseCUDAGraph: true, Spec: SpecMTP, DraftTokens: 5, MaxConcurrency: 1}, 4086, 4096, 12},
+		{"mtp large", Options{UseCUDAGraph: true, Spec: SpecMTP, DraftTokens: 2, MaxConcurrency: 1}, 4096, 4160, 82},
+		{"mtp margin crosses", Options{UseCUDAGraph: true, Spec: SpecMTP, DraftTokens: 1, MaxConcurrency: 1}, 4095, 4160, 82},
+		{"graph off", Options{UseCUDAGraph: false, Spec: SpecMTP, DraftTokens: 2, MaxConcurrency: 1}, 16384, 16384, 0},
+		{"cpu", Options{UseCUDAGraph: true, Backend: BackendCPU, Spec: SpecNone, MaxConcurrency: 1}, 16384, 16384, 0},
+	}
+	for _, tc := range tests {
+		if got := graphAllowance(tc.o, tc.ctx, tc.kv); got != tc.wantMiBs<<20 {
+			t.Errorf("%s: %d, want %d MiB", tc.name, got, tc.wantMiBs)
+		}
+	}
+}
+
+func TestSelectDevice(t *testing.T) {
+	objs := []Object{
+		{ID: "frontend/tokenizer.json", Component: "text", Bytes: 10, Host: true},
+		{ID: "text/token_embedding", Component: "text", Bytes: 100},
+		{ID: "text/draft_head", Component: "text", Bytes: 7},
+		{ID: "text/draft_head_token_ids", Component: "proposal", Bytes: 3},
+		{ID: "mtp/fc", Component: "mtp", Bytes: 50},
+		{ID: "vision/blocks/0", Component: "vision", Bytes: 9},
+	}
+	ids := func(os []Object) string {
+		var s []string
+		for _, o := range os {
+			s = append(s, o.ID)
+		}
+		return strings.Join(s, ",")
+	}
+	tests := []struct {
+		spec  Spec
+		draft bool
+		want  string
+	}{
+		{SpecNone, false, "text/token_embedding"},
+		{SpecNone, true, "text/token_embedding"},
+		{SpecMTP, false, "text/token_embedding,mtp/fc"},
+		{SpecMTP, true, "text/token_embedding,text/draft_head,text/draft_head_token_ids,mtp/fc"},
+	}
+	for _, tc := range tests {
+		got, err := SelectDevice(objs, tc.spec, tc.draft)
+		if err != nil || ids(got) != tc.want {
+			t.Errorf("spec %s draft %v: %q %v, want %q", tc.spec, tc.draft, ids(got), err, tc.want)
+		}
+	}
+	if _, err := SelectDevice([]Object{{ID: "x/y", Component: "audio", Bytes: 1}}, SpecNone, false); err == nil || !strings.Contains(err.Error(), "x/y") {
+		t.Errorf("unknown component: %v", err)
+	}
+}
+
+func TestWeightsArena(t *testing.T) {
+	objs := []Object{{ID: "a", Component: "text", Bytes: 1}, {ID: "b", Component: "text", Bytes: 256},
+		{ID: "c", Component: "text", Bytes: 257}, {ID: "m", Component: "mtp", Bytes: 1000}}
+	p, err := New(tiny(), objs, Options{MaxContext: 256, KVCapacity: 256, AvailableAfterWeightsBytes: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Weights.Capacity != 1024 || len(p.Weights.Terms) != 3 || p.Weights.Terms[2].Offset != 512 {
+		t.Errorf("weights arena %+v, want capacity 1024 with c at 512 and no mtp", p.Weights)
+	}
+	if m := p.Memory.Weights; m.CapacityBytes != 1024 || m.UsedBytes != 1024 || m.PeakUsedBytes != 1024 {
+		t.Errorf("memory.weights %+v", m)
+	}
+}
+
+// TestOfflineBudget checks A = total − weights − 512 MiB and the refusal
+// when the weights do not fit.
+func TestOfflineBudget(t *testing.T) {
+	objs := []Object{{ID: "w", Component: "text", Bytes: 20 << 30}}
+	o := Options{MaxContext: 4096, DeviceTotalBytes: 24 << 30, UseCUDAGraph: true}
+	p, err := New(tiny(), objs, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(24<<30 - 20<<30 - 512<<20); p.Memory.AvailableAfterWeightsBytes != want {
+		t.Errorf("A = %d, want %d", p.Memory.AvailableAfterWeightsBytes, want)
+	}
+	if p.Memory.KVCapacityMode != "auto" || p.Memory.KVCapacityHeadroomBytes != 1<<30 || p.Memory.KVCapacity != 4096 {
+		t.Errorf("auto: mode %s headroom %d capacity %d", p.Memory.KVCapacityMode, p.Memory.KVCapacityHeadroomBytes, p.Memory.KVCapacity)
+	}
+	if p.Memory.PlannedSlackBytes != p.Memory.AvailableAfterWeightsBytes-p.Memory.RuntimeReservationBytes {
+		t.Errorf("slack %d != A − reservation", p.Memory.PlannedSlackBytes)
+	}
+	o.DeviceTotalBytes = 20<<30 + 100
+	_, err = New(tiny(), objs, o)
+	if !errors.Is(err, ErrWeightsDoNotFit) || !strings.Contains(err.Error(), "21474836480") {
+		t.Errorf("weights over the device: %v", err)
+	}
+}
+
+// TestAutoRefusal checks the verbatim refusal when the minimum reservation
+// does not fit A − headroom, and when an explicit capacity does not fit A.
+func TestAutoRefusal(t *testing.T) {
+	c := q27b()
+	objs := []Object{{ID: "w", Component: "text", Bytes: seedWeights}}
+	o := seedOptions()
+	o.KVCapacity = 0
+	o.AvailableAfterWeightsBytes = 1<<30 + 500<<20 // budget 500 MiB after the 1 GiB headroom
+	_, err := New(c, objs, o)
+	var re *ReservationError
+	if !errors.As(err, &re) || !errors.Is(err, ErrReservationTooLarge) || re.Available != 500<<20 {
+		t.Fatalf("auto refusal: %v", err)
+	}
+	want := "requested Engine runtime reservation requires "
+	if !strings.HasPrefix(err.Error(), want) || !strings.HasSuffix(err.Error(), "but only 524288000 bytes are available for runtime capacity") {
+		t.Errorf("message %q", err)
+	}
+	o = seedOptions()
+	o.AvailableAfterWeightsBytes = 900 << 20
+	if _, err := New(c, objs, o); !errors.As(err, &re) || re.Available != 900<<20 || re.Required <= re.Available {
+		t.Errorf("explicit refusal: %v", err)
+	}
+}
+
+// TestAutoLargestContext checks that with no max context the auto plan
+// picks the largest 64-token context that fits A − headroom.
+func TestAutoLargestContext(t *testing.T) {
+	c := q27b()
+	objs := []Object{{ID: "w", Component: "text", Bytes: seedWeights}}
+	for _, A := range []int64{3 << 30, 7420313600, 20 << 30} {
+		o := Options{KVDtype: KVInt8, Spec: SpecMTP, DraftTokens: 3, UseCUDAGraph: true, AvailableAfterWeightsBytes: A}
+		p, err := New(c, objs, o)
+		if err != nil {
+			t.Fatalf("A=%d: %v", A, err)
+		}
+		ctx := p.Memory.MaxContext
+		budget := A - DefaultHeadroomBytes
+		if ctx%64 != 0 || p.Memory.KVCapacity != ctx || p.Memory.RuntimeReservationBytes > budget {
+			t.Errorf("A=%d: ctx %d capacity %d reservation %d budget %d", A, ctx, p.Memory.KVCapacity, p.Memory.RuntimeReservationBytes, budget)
+		}
+		if ctx < 262144 {
+			o.MaxContext = ctx + 64
+			if _, err := New(c, objs, o); !errors.Is(err, ErrReservationTooLarge) {
+				t.Errorf("A=%d: ctx %d + 64 should not fit: %v", A, ctx, err)
+			}
+		}
+		t.Logf("A=%d → max context %d", A, ctx)
+	}
+}
+
+func TestOptionErrors(t *testing.T) {
+	base := func() Options { return Options{MaxContext: 1024, AvailableAfterWeightsBytes: 1 << 30} }
+	noMTP := tiny()
+	noMTP.MTPNumHiddenLayers = 0
+	tests := []struct {
+		name string
+		cfg  qwen35.Config
+		mod  func(*Options)
+		want string
+	}{
+		{"draft without spec", tiny(), func(o *Options) { o.DraftTokens = 2 }, "--draft-tokens and --lm-head-draft require --spec mtp"},
+		{"head without spec", tiny(), func(o *Options) { o.LMHeadDraft = true }, "--draft-tokens and --lm-head-draft require --spec mtp"},
+		{"k=6", tiny(), func(o *Options) { o.Spec, o.DraftTokens = SpecMTP, 6 }, "--spec mtp requires --draft-tokens in [1,5]"},
+		{"k=0", tiny(), func(o *Options) { o.Spec = SpecMTP }, "--spec mtp requires --draft-tokens in [1,5]"},
+		{"chunk", tiny(), func(o *Options) { o.PrefillChunk = 100 }, "--prefill-chunk must be a multiple of 128"},
+		{"two budgets", tiny(), func(o *Options) { o.DeviceTotalBytes = 1 << 34 }, "exactly one memory budget"},
+		{"no budget", tiny(), func(o *Options) { o.AvailableAfterWeightsBytes = 0 }, "exactly one memory budget"},
+		{"no mtp head", noMTP, func(o *Options) { o.Spec, o.DraftTokens = SpecMTP, 2 }, "mtp_num_hidden_layers 0"},
+		{"capacity below ctx", tiny(), func(o *Options) { o.KVCapacity = 512 }, "below the max context 1024"},
+		{"capacity above max pages", tiny(), func(o *Options) { o.KVCapacity = 4096 }, "must be within [16, 16] page groups"},
+		{"ctx over model", tiny(), func(o *Options) { o.MaxContext = 300000 }, "max_position_embeddings 262144"},
+		{"concurrency", tiny(), func(o *Options) { o.MaxConcurrency = 2 }, "max concurrency 2"},
+		{"headroom explicit", tiny(), func(o *Options) { o.KVCapacity, o.HeadroomBytes = 1024, 5 }, "takes no headroom"},
+	}
+	for _, tc := range tests {
+		o := base()
+		tc.mod(&o)
+		_, err := New(tc.cfg, nil, o)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestRandomPlans checks plan invariants over random configs and options.
+func TestRandomPlans(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	r := rand.New(rand.NewPCG(seed, 7))
+	planned := 0
+	defer func() {
+		if planned < 100 {
+			t.Errorf("seed %d: only %d of 200 random plans fit; the test checks too little", seed, planned)
+		}
+	}()
+	for i := 0; i < 200; i++ {
+		nkv := 1 + r.IntN(4)
+		hd := 32 * (1 + r.IntN(8))
+		nk := 1 + r.IntN(4)
+		c := model(4*(1+r.IntN(4)), 64*(1+r.IntN(16)), 128*(1+r.IntN(16)), 1000+r.IntN(5000),
+			nkv*(1+r.IntN(3)), nkv, hd, nk, nk*(1+r.IntN(3)), 16*(1+r.IntN(8)), r.IntN(2))
+		o := Options{KVDtype: []KVDtype{KVBF16, KVInt8, KVFP8}[r.IntN(3)], PrefillChunk: 128 * int64(1+r.IntN(8)),
+			UseCUDAGraph: r.IntN(2) == 0, AvailableAfterWeightsBytes: int64(1+r.IntN(8)) << 30}
+		if c.MTPNumHiddenLayers > 0 && r.IntN(2) == 0 {
+			o.Spec, o.DraftTokens, o.LMHeadDraft = SpecMTP, 1+r.IntN(5), r.IntN(2) == 0
+		}
+		if r.IntN(2) == 0 {
+			o.MaxContext = int64(1 + r.IntN(100000))
+			o.KVCapacity = (o.MaxContext + 63) / 64 * 64
+		}
+		p, err := New(c, nil, o)
+		if err != nil {
+			if errors.Is(err, ErrReservationTooLarge) {
+				continue
+			}
+			t.Fatalf("seed %d case %d: %v", seed, i, err)
+		}
+		planned++
+		m := p.Memory
+		B := o.KVDtype.BytesPerTokenHead(hd)
+		wantKV := int64(len(c.FullLayers())) * m.KVCapacityPageGroups * 64 * int64(nkv) * B
+		if o.Spec == SpecMTP {
+			extra := int64(0)
+			if o.DraftTokens > 1 {
+				extra = 1
+			}
+			wantKV += int64(c.MTPNumHiddenLayers) * (m.KVCapacityPageGroups + extra) * 64 * int64(nkv) * B
+		}
+		if m.KVPayloadBytes != wantKV || m.KVCapacity != 64*m.KVCapacityPageGroups || m.KVCapacity < m.MaxContext {
+			t.Errorf("seed %d case %d: payload %d want %d, capacity %d ctx %d", seed, i, m.KVPayloadBytes, wantKV, m.KVCapacity, m.MaxContext)
+		}
+		if m.RuntimeReservationBytes != m.Sequence.CapacityBytes+m.Workspace.CapacityBytes+m.CUDAGraphAllowanceBytes ||
+			m.PlannedSlackBytes != m.AvailableAfterWeightsBytes-m.RuntimeReservationBytes || m.PlannedSlackBytes < m.KVCapacityHeadroomBytes {
+			t.Errorf("seed %d case %d: reservation/slack inconsistent: %+v", seed, i, m)
+		}
+		checkArena(t, p.Sequence)
+		for _, ph := range p.Phases {
+			checkArena(t, ph)
+		}
+	}
+}

@@ -1,0 +1,84 @@
+package plan
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/ninfer/ninfer/pkg/recipe"
+)
+
+func TestParseSize(t *testing.T) {
+	good := map[string]int64{
+		"24GiB": 24 << 30, "24gib": 24 << 30, "24GB": 24000000000, "24000000000": 24000000000,
+		"512MiB": 512 << 20, "1.5GiB": 3 << 29, "100B": 100, "2 TB": 2e12, "4KiB": 4096, " 7 MB ": 7000000,
+	}
+	for in, want := range good {
+		if got, err := ParseSize(in); err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "GiB", "-5GiB", "0", "12XB", "1.5", "0.3B", "1e3", "99999999999TiB", "24 G"} {
+		if got, err := ParseSize(in); err == nil {
+			t.Errorf("ParseSize(%q) = %d, want an error", in, got)
+		}
+	}
+}
+
+func TestFromRecipeAndTable(t *testing.T) {
+	c := q27b()
+	r, err := recipe.Lookup("groupwise-int")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, as, err := FromRecipe(c, r, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) != len(c.Tensors())+2 || len(as) != len(objs) {
+		t.Fatalf("%d objects for %d tensors + 2", len(objs), len(c.Tensors()))
+	}
+	var text, mtp, prop int64
+	for _, o := range objs {
+		switch {
+		case o.IsProposal():
+			prop += o.Bytes
+		case o.Component == "mtp":
+			mtp += o.Bytes
+		default:
+			text += o.Bytes
+		}
+	}
+	// the q4 draft head [131072,5120] plus its int32 ids
+	if prop != 131072*80*34+131072*4 || mtp <= 0 || text <= 0 {
+		t.Errorf("text %d mtp %d proposal %d", text, mtp, prop)
+	}
+	o := Options{KVDtype: KVInt8, Spec: SpecMTP, DraftTokens: 3, LMHeadDraft: true, UseCUDAGraph: true,
+		MaxContext: 65536, DeviceTotalBytes: 143771 << 20}
+	p, err := New(c, objs, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := alignSum(objs); p.Weights.Capacity != want {
+		t.Errorf("weights %d, want Σ aligned %d", p.Weights.Capacity, want)
+	}
+	var b bytes.Buffer
+	if err := p.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"| section", "kv.text (16 layers × 1024 pages)", "gdn.ssm_state (48 layers × 4 slots)",
+		"int8-group64, 528 B per token·kv_head", "phase prefill", group(p.Memory.PlannedSlackBytes), "device total"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func alignSum(objs []Object) int64 {
+	var n int64
+	for _, o := range objs {
+		n += (o.Bytes + 255) / 256 * 256
+	}
+	return n
+}
