@@ -55,7 +55,7 @@ func Example() {
 	n, err := f.VerifyAll()
 	fmt.Println("verified", n, err)
 	// Output:
-	// tiny [bf16 q8_g32_fp16] 3 256 1088 1088
+	// tiny [bf16 q8_g32_fp16] 3 512 1088 1088
 	// verified 3 <nil>
 }
 

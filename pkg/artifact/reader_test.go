@@ -284,6 +284,8 @@ func TestRejectFraming(t *testing.T) {
 		want string
 	}{
 		{"empty", nil, "too short for a ninfer header"},
+		{"short v3", base[:20], "too short for a v3 header"},
+		{"v2 short payload", assembleV2([]byte(v2Directory), nil)[:4000], "truncated: payload starts at 4096"},
 		{"bad magic", edit(func(b []byte) []byte { b[0] = 'X'; return b }), "bad magic"},
 		{"v1", edit(func(b []byte) []byte { b[7] = 1; return b }), "artifact v1 is not supported"},
 		{"v9", edit(func(b []byte) []byte { b[7] = 9; return b }), "unsupported artifact version 9"},

@@ -367,7 +367,14 @@ func WriteSparse(path string, plan *Plan) error {
 	if err != nil {
 		return err
 	}
+	hdr := make([]byte, HeaderSize, HeaderSize+len(js))
+	copy(hdr, magicPrefix)
+	hdr[7] = Version
+	binary.LittleEndian.PutUint64(hdr[8:], uint64(len(js)))
 	var suffix [6]byte
+	if _, err := rand.Read(hdr[16:]); err != nil {
+		return fmt.Errorf("%s: artifact id: %w", path, err)
+	}
 	if _, err := rand.Read(suffix[:]); err != nil {
 		return fmt.Errorf("%s: temp name: %w", path, err)
 	}
@@ -376,25 +383,15 @@ func WriteSparse(path string, plan *Plan) error {
 	if err != nil {
 		return fmt.Errorf("create artifact: %w", err)
 	}
-	hdr := make([]byte, HeaderSize)
-	copy(hdr, magicPrefix)
-	hdr[7] = Version
-	binary.LittleEndian.PutUint64(hdr[8:], uint64(len(js)))
-	if _, err := rand.Read(hdr[16:]); err == nil {
-		_, err = osf.Write(append(hdr, js...))
-		if err == nil {
-			err = osf.Truncate(f.Size)
-		}
-		if err == nil {
-			err = osf.Close()
-		} else {
-			osf.Close()
-		}
-		if err == nil {
-			err = os.Rename(tmp, path)
-		}
-	} else {
-		osf.Close()
+	_, err = osf.Write(append(hdr, js...))
+	if err == nil {
+		err = osf.Truncate(f.Size)
+	}
+	if cerr := osf.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
 	}
 	if err != nil {
 		os.Remove(tmp)

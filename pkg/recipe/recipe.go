@@ -116,6 +116,9 @@ var presets = []Recipe{
 	build("fp8", "every large matrix fp8_e4m3fn_row_bf16; GDN in_proj_a/in_proj_b bf16", rule(format.FP8Row),
 		map[qwen35.Class]Rule{qwen35.ClassGDNA: rule(format.BF16), qwen35.ClassGDNB: rule(format.BF16),
 			qwen35.ClassDraftHead: {format.Q4G64, format.Q8G32}}),
+	build("fp32", "every tensor fp32, norms and conv included (exact reference path for tests)", rule(format.FP32),
+		map[qwen35.Class]Rule{qwen35.ClassNorm: rule(format.FP32), qwen35.ClassConv: rule(format.FP32),
+			qwen35.ClassDraftHead: rule(format.FP32)}),
 }
 
 // Names returns the preset names in a stable order.
