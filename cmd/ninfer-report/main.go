@@ -1,0 +1,251 @@
+// Command ninfer-report aggregates ninfer-bench JSON lines into schema-15
+// documents, renders them as markdown or CSV, checks stored documents and
+// compares two runs.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
+
+	"github.com/ninfer/ninfer/pkg/benchfmt"
+	"github.com/ninfer/ninfer/pkg/report"
+)
+
+const name = "ninfer-report"
+
+// usageError marks errors that exit 2.
+type usageError struct{ error }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+func main() {
+	os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run executes the CLI and returns the exit status: 0 ok, 2 usage error,
+// 1 runtime error (including --check mismatches).
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	err := newApp(stdin, stdout, stderr).Run(args)
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintf(stderr, "%s: %s\n", name, strings.ReplaceAll(err.Error(), "\n", " "))
+	var ue usageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	return 1
+}
+
+func onUsageError(_ *cli.Context, err error, _ bool) error { return usageError{err} }
+
+func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
+	return &cli.App{
+		Name:      name,
+		Usage:     "aggregate, check and compare ninfer-bench results",
+		UsageText: name + " [--format json|md|csv] [--output-file PATH] [--run ID] [FILES...|-]\n" + name + " --check DOC\n" + name + " compare [--format md|csv] A B",
+		Description: `Reads ninfer-bench JSON lines (docs/BENCH-LINES.md) or schema-15 report
+documents and writes the schema-15 document (default), a llama-bench style
+markdown table or CSV. Flags go before the files. With no files, standard
+input is read unless it is a terminal.
+
+Examples:
+   ninfer-report run.jsonl > report.json
+   cat run.jsonl | ninfer-report -
+   ninfer-report --format md run.jsonl
+   ninfer-report --format csv --output-file out/all.csv a.jsonl b.jsonl
+   ninfer-report --run 20261201T082308Z-3f9a1c0e both-runs.jsonl
+   ninfer-report --check report.json
+   ninfer-report compare base.json new.jsonl`,
+		Writer:          stdout,
+		ErrWriter:       stderr,
+		HideHelpCommand: true,
+		OnUsageError:    onUsageError,
+		ExitErrHandler:  func(*cli.Context, error) {},
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: report.FormatJSON, Usage: "output format: json, md or csv"},
+			&cli.StringFlag{Name: "output-file", Aliases: []string{"o"}, Usage: "write the output to `PATH` (atomically) instead of stdout"},
+			&cli.StringFlag{Name: "run", Usage: "select the run with this run_id (for a document: its file name)"},
+			&cli.StringFlag{Name: "check", Usage: "recompute every aggregate of the schema-15 document `DOC` from its reps; exit 1 on mismatch"},
+		},
+		Action: func(c *cli.Context) error { return reportAction(c, stdin, stdout, stderr) },
+		Commands: []*cli.Command{{
+			Name:      "compare",
+			Usage:     "compare two runs test by test with Welch's t-test",
+			UsageText: name + " compare [--format md|csv] [--output-file PATH] A B",
+			Description: `A and B are each a JSON-lines stream or a schema-15 document holding one run
+(choose with --run-a/--run-b otherwise). Tests match by label; for each,
+prefill and decode t/s means, Δ% and the two-sided Welch p-value are shown,
+with ~ when p >= 0.05.
+
+Example:
+   ninfer-report compare old/report.json new/run.jsonl`,
+			OnUsageError: onUsageError,
+			Flags: []cli.Flag{
+				&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: report.FormatMD, Usage: "output format: md or csv"},
+				&cli.StringFlag{Name: "output-file", Aliases: []string{"o"}, Usage: "write the output to `PATH` (atomically) instead of stdout"},
+				&cli.StringFlag{Name: "run-a", Usage: "run_id to use from A"},
+				&cli.StringFlag{Name: "run-b", Usage: "run_id to use from B"},
+			},
+			Action: func(c *cli.Context) error { return compareAction(c, stdin, stdout, stderr) },
+		}},
+	}
+}
+
+// fileArgs returns the positional arguments, rejecting flags placed after
+// them (urfave/cli stops parsing flags at the first file).
+func fileArgs(c *cli.Context) ([]string, error) {
+	files := c.Args().Slice()
+	for _, f := range files {
+		if strings.HasPrefix(f, "-") && f != "-" {
+			if _, err := os.Stat(f); err != nil {
+				return nil, usagef("flag %s after the file arguments (flags go first)", f)
+			}
+		}
+	}
+	return files, nil
+}
+
+func emit(path string, data []byte, stdout, stderr io.Writer) error {
+	if path == "" {
+		_, err := stdout.Write(data)
+		return err
+	}
+	if err := report.WriteFileAtomic(path, data); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "wrote %s\n", path)
+	return nil
+}
+
+func warn(stderr io.Writer, warnings []string) {
+	for _, w := range warnings {
+		fmt.Fprintf(stderr, "%s: warning: %s\n", name, w)
+	}
+}
+
+func stdinIsTerminal(stdin io.Reader) bool {
+	f, ok := stdin.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func reportAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) error {
+	files, err := fileArgs(c)
+	if err != nil {
+		return err
+	}
+	format := c.String("format")
+	if format != report.FormatJSON && format != report.FormatMD && format != report.FormatCSV {
+		return usagef("--format %q: want json, md or csv", format)
+	}
+	if doc := c.String("check"); doc != "" {
+		if len(files) > 0 {
+			return usagef("--check takes the document as its value; no other files allowed")
+		}
+		return checkAction(doc, stdout, stderr)
+	}
+	if len(files) == 0 {
+		if stdinIsTerminal(stdin) {
+			return usagef("no input files (give FILES, or - to read standard input)")
+		}
+		files = []string{"-"}
+	}
+	in, err := report.ReadFiles(files, stdin)
+	if err != nil {
+		return err
+	}
+	warn(stderr, in.Warnings)
+	runs, err := in.Select(c.String("run"))
+	if err != nil {
+		return err
+	}
+	out, err := report.Render(format, runs)
+	if err != nil {
+		return err
+	}
+	return emit(c.String("output-file"), out, stdout, stderr)
+}
+
+func checkAction(path string, stdout, stderr io.Writer) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("--check: cannot read document: %w", err)
+	}
+	doc, err := benchfmt.DecodeDocument(data)
+	if err != nil {
+		return fmt.Errorf("--check %s: %w", path, err)
+	}
+	res := report.Check(&doc)
+	for _, m := range res.Mismatches {
+		fmt.Fprintln(stdout, m.String())
+	}
+	fmt.Fprintf(stderr, "%s: checked %d values in %s: %d exact, %d within input rounding, %d mismatches\n",
+		name, res.Checked, path, res.Exact, res.Rounding, len(res.Mismatches))
+	if n := len(res.Mismatches); n > 0 {
+		return fmt.Errorf("%s: %d aggregate(s) do not match the reps", path, n)
+	}
+	return nil
+}
+
+func oneRun(path, id string, stdin io.Reader, stderr io.Writer) (report.Run, error) {
+	in, err := report.ReadFiles([]string{path}, stdin)
+	if err != nil {
+		return report.Run{}, err
+	}
+	warn(stderr, in.Warnings)
+	runs, err := in.Select(id)
+	if err != nil {
+		return report.Run{}, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(runs) != 1 {
+		return report.Run{}, fmt.Errorf("%s holds %d runs; pick one with --run-a/--run-b", path, len(runs))
+	}
+	return runs[0], nil
+}
+
+func compareAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) error {
+	files, err := fileArgs(c)
+	if err != nil {
+		return err
+	}
+	if len(files) != 2 {
+		return usagef("compare needs exactly two inputs A and B, got %d", len(files))
+	}
+	format := c.String("format")
+	if format != report.FormatMD && format != report.FormatCSV {
+		return usagef("compare --format %q: want md or csv", format)
+	}
+	a, err := oneRun(files[0], c.String("run-a"), stdin, stderr)
+	if err != nil {
+		return err
+	}
+	b, err := oneRun(files[1], c.String("run-b"), stdin, stderr)
+	if err != nil {
+		return err
+	}
+	cmp := report.Compare(&a.Document, &b.Document)
+	warn(stderr, cmp.Warnings)
+	out, err := report.RenderCompare(format, cmp, describe(files[0], &a), describe(files[1], &b))
+	if err != nil {
+		return err
+	}
+	return emit(c.String("output-file"), out, stdout, stderr)
+}
+
+func describe(path string, r *report.Run) string {
+	d := &r.Document
+	gpu := "cpu"
+	if d.Environment.GPUName != nil {
+		gpu = *d.Environment.GPUName
+	}
+	if r.RunID == path {
+		return fmt.Sprintf("%s (%s; %s)", path, d.Load.Name, gpu)
+	}
+	return fmt.Sprintf("%s (run %s; %s; %s)", path, r.RunID, d.Load.Name, gpu)
+}

@@ -1,0 +1,182 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/ninfer/ninfer/pkg/benchfmt"
+)
+
+// Input is everything read from a set of files: aggregated runs (from
+// stream lines, in order of first appearance, then documents in file order)
+// and warnings for the user (stderr).
+type Input struct {
+	Runs     []Run
+	Warnings []string
+}
+
+// ReadFiles reads each name ("-" is stdin) and aggregates it. A file is a
+// schema-15 document when it parses as one JSON object with a top-level
+// schema_version and no "type" (its run id is the file name); otherwise it
+// is a JSON-lines stream: blank lines are skipped, a malformed line is an
+// error naming file:line, except a final line without a terminating newline,
+// which is what an interrupted writer leaves behind — it is dropped with a
+// warning. Lines of unknown type are skipped with a warning. Stream lines
+// from all files are pooled, so a run split across files aggregates as one.
+func ReadFiles(names []string, stdin io.Reader) (*Input, error) {
+	in := &Input{}
+	c := NewCollector()
+	var docs []Run
+	for _, name := range names {
+		data, err := readNamed(name, stdin)
+		if err != nil {
+			return nil, err
+		}
+		display := name
+		if name == "-" {
+			display = "<stdin>"
+		}
+		if isDocumentText(data) {
+			doc, err := benchfmt.DecodeDocument(data)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", display, err)
+			}
+			docs = append(docs, Run{RunID: display, Source: display, Document: doc})
+			continue
+		}
+		warns, err := addLines(c, display, data)
+		if err != nil {
+			return nil, err
+		}
+		in.Warnings = append(in.Warnings, warns...)
+	}
+	runs, err := c.Runs()
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range runs {
+		in.Warnings = append(in.Warnings, r.Warnings...)
+	}
+	in.Runs = append(runs, docs...)
+	return in, nil
+}
+
+func readNamed(name string, stdin io.Reader) ([]byte, error) {
+	if name == "-" {
+		if stdin == nil {
+			return nil, fmt.Errorf("<stdin>: no standard input")
+		}
+		data, err := io.ReadAll(stdin)
+		if err != nil {
+			return nil, fmt.Errorf("read <stdin>: %w", err)
+		}
+		return data, nil
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read input: %w", err) // *PathError names the file
+	}
+	return data, nil
+}
+
+// isDocumentText reports whether data is a single JSON document (not a
+// stream): the first value is an object with schema_version and no type.
+func isDocumentText(data []byte) bool {
+	trimmed := bytes.TrimLeft(data, " \t\r\n")
+	return len(trimmed) > 0 && trimmed[0] == '{' && benchfmt.IsDocument(trimmed)
+}
+
+// addLines feeds the stream lines of one file to c.
+func addLines(c *Collector, name string, raw []byte) (warnings []string, err error) {
+	data := string(raw) // one copy; lines are substrings of it
+	lineNo := 0
+	for len(data) > 0 {
+		lineNo++
+		var line string
+		terminated := true
+		if i := strings.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			line, data, terminated = data, "", false
+		}
+		line = strings.TrimRight(line, "\r")
+		if len(strings.TrimSpace(line)) == 0 {
+			continue
+		}
+		loc := Loc{File: name, Line: lineNo}
+		l, perr := benchfmt.ParseLineString(line)
+		if perr != nil {
+			if !terminated {
+				warnings = append(warnings, fmt.Sprintf("%s: dropped unterminated last line (interrupted write?): %v", loc, perr))
+				break
+			}
+			return warnings, fmt.Errorf("%s: %w", loc, perr)
+		}
+		if l.Run == nil && l.Rep == nil && l.TestEnd == nil {
+			warnings = append(warnings, fmt.Sprintf("%s: skipped line of unknown type %q", loc, l.Type))
+			continue
+		}
+		if err := c.Add(loc, l); err != nil {
+			return warnings, err
+		}
+	}
+	return warnings, nil
+}
+
+// Select returns the run with the given id, or all runs when id is empty.
+func (in *Input) Select(id string) ([]Run, error) {
+	if id == "" {
+		return in.Runs, nil
+	}
+	for _, r := range in.Runs {
+		if r.RunID == id {
+			return []Run{r}, nil
+		}
+	}
+	ids := make([]string, len(in.Runs))
+	for i, r := range in.Runs {
+		ids[i] = r.RunID
+	}
+	return nil, fmt.Errorf("no run %q in the input (runs: %v)", id, ids)
+}
+
+// WriteFileAtomic writes data to path through a temporary file in the same
+// directory and a rename, creating missing parent directories.
+func WriteFileAtomic(path string, data []byte) (err error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create directory for %s: %w", path, err)
+	}
+	f, err := os.CreateTemp(dir, ".ninfer-report-*.tmp")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			os.Remove(tmp)
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", path, err)
+	}
+	if err = os.Chmod(tmp, 0o644); err != nil {
+		return fmt.Errorf("chmod %s: %w", path, err)
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("rename into %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,216 @@
+package report
+
+import (
+	"bytes"
+	"encoding/csv"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/ninfer/ninfer/pkg/benchfmt"
+)
+
+// Output formats of ninfer-report.
+const (
+	FormatJSON = "json"
+	FormatMD   = "md"
+	FormatCSV  = "csv"
+)
+
+// RenderJSON returns the schema-15 document of the single run. Several runs
+// are an error (the document format holds one run; select one by id).
+func RenderJSON(runs []Run) ([]byte, error) {
+	switch len(runs) {
+	case 0:
+		return nil, fmt.Errorf("the input holds no run")
+	case 1:
+		return benchfmt.EncodeDocument(&runs[0].Document), nil
+	}
+	ids := make([]string, len(runs))
+	for i, r := range runs {
+		ids[i] = r.RunID
+	}
+	return nil, fmt.Errorf("the input holds %d runs (%s); pick one with --run ID, or use --format md or csv to show all",
+		len(runs), strings.Join(ids, ", "))
+}
+
+func backendName(d *benchfmt.Document) string {
+	if b := d.Environment.Backend; b != nil && *b != "" {
+		return *b
+	}
+	if d.Environment.GPUName != nil {
+		return "cuda"
+	}
+	return "?"
+}
+
+func specName(c *benchfmt.Config) string {
+	if c.SpeculativeBackend == "" || c.SpeculativeBackend == "none" {
+		return "none"
+	}
+	s := fmt.Sprintf("%s k=%d", c.SpeculativeBackend, c.DraftTokens)
+	if c.ProposalHead != "" && c.ProposalHead != "full" {
+		s += " " + c.ProposalHead + "-head"
+	}
+	return s
+}
+
+func meanSD(s benchfmt.Stat) string {
+	if s.Mean == nil {
+		return "-"
+	}
+	sd := 0.0
+	if s.Stddev != nil {
+		sd = *s.Stddev
+	}
+	return fmt.Sprintf("%.2f ± %.2f", *s.Mean, sd)
+}
+
+func acceptText(s benchfmt.Spec) string {
+	if s.AcceptanceRate == nil {
+		return "-"
+	}
+	out := fmt.Sprintf("%.1f%%", 100**s.AcceptanceRate)
+	if s.AcceptanceLength != nil {
+		out += fmt.Sprintf(" len %.2f", *s.AcceptanceLength)
+	}
+	return out
+}
+
+// mdTable renders a markdown table with padded columns; right[i] aligns
+// column i to the right.
+func mdTable(header []string, right []bool, rows [][]string) []byte {
+	width := make([]int, len(header))
+	for i, h := range header {
+		width[i] = max(3, utf8.RuneCountInString(h))
+	}
+	for _, r := range rows {
+		for i, c := range r {
+			width[i] = max(width[i], utf8.RuneCountInString(c))
+		}
+	}
+	var b bytes.Buffer
+	line := func(cells []string) {
+		b.WriteString("|")
+		for i, c := range cells {
+			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(c))
+			c = strings.ReplaceAll(c, "|", `\|`)
+			if right[i] {
+				b.WriteString(" " + pad + c + " |")
+			} else {
+				b.WriteString(" " + c + pad + " |")
+			}
+		}
+		b.WriteString("\n")
+	}
+	line(header)
+	b.WriteString("|")
+	for i := range header {
+		if right[i] {
+			b.WriteString(" " + strings.Repeat("-", width[i]-1) + ": |")
+		} else {
+			b.WriteString(" " + strings.Repeat("-", width[i]) + " |")
+		}
+	}
+	b.WriteString("\n")
+	for _, r := range rows {
+		line(r)
+	}
+	return b.Bytes()
+}
+
+// RenderMarkdown renders all runs as one llama-bench style table: one row
+// per test (pp+tg tests get a prefill row and a decode row), t/s as mean ±
+// sample stddev of the per-rep rates, accept as the test-level acceptance
+// rate and length.
+func RenderMarkdown(runs []Run) []byte {
+	header := []string{"model", "backend", "kv", "spec", "test", "t/s", "accept"}
+	right := []bool{false, false, false, false, true, true, true}
+	var rows [][]string
+	for i := range runs {
+		d := &runs[i].Document
+		base := []string{d.Load.Name, backendName(d), d.Config.KVCache, specName(&d.Config)}
+		row := func(test, ts, acc string) {
+			rows = append(rows, append(append([]string{}, base...), test, ts, acc))
+		}
+		for _, t := range d.Tests {
+			switch t.Kind {
+			case benchfmt.KindPP:
+				row(t.Label, meanSD(t.PrefillTokS), "-")
+			case benchfmt.KindTG:
+				row(t.Label, meanSD(t.DecodeOutputTokS), acceptText(t.Speculative))
+			default:
+				row(t.Label+" (pp)", meanSD(t.PrefillTokS), "-")
+				row(t.Label+" (tg)", meanSD(t.DecodeOutputTokS), acceptText(t.Speculative))
+			}
+		}
+	}
+	return mdTable(header, right, rows)
+}
+
+func optCell(v *float64) string {
+	if v == nil {
+		return ""
+	}
+	return benchfmt.FormatDouble(*v)
+}
+
+func strCell(v *string) string {
+	if v == nil {
+		return ""
+	}
+	return *v
+}
+
+// RenderCSV renders one row per test of every run with all aggregates
+// (null → empty cell, doubles at %.10g).
+func RenderCSV(runs []Run) ([]byte, error) {
+	header := []string{"run_id", "model", "backend", "gpu_name", "kv_cache", "speculative_backend", "draft_tokens",
+		"proposal_head", "use_cuda_graph", "label", "kind", "n_prompt", "n_gen", "reps"}
+	for _, m := range Metrics() {
+		header = append(header, m.String()+"_mean", m.String()+"_stddev")
+	}
+	header = append(header, "workspace_peak_bytes", "workspace_allocator_peak_bytes", "rounds", "drafted_tokens",
+		"accepted_tokens", "fallback_steps", "acceptance_rate", "acceptance_length")
+	var b bytes.Buffer
+	w := csv.NewWriter(&b)
+	if err := w.Write(header); err != nil {
+		return nil, err
+	}
+	i64 := func(v int64) string { return strconv.FormatInt(v, 10) }
+	for ri := range runs {
+		d := &runs[ri].Document
+		for ti := range d.Tests {
+			t := &d.Tests[ti]
+			rec := []string{runs[ri].RunID, d.Load.Name, backendName(d), strCell(d.Environment.GPUName), d.Config.KVCache,
+				d.Config.SpeculativeBackend, i64(d.Config.DraftTokens), d.Config.ProposalHead, strconv.FormatBool(d.Config.UseCUDAGraph),
+				t.Label, t.Kind, i64(t.NPrompt), i64(t.NGen), strconv.Itoa(len(t.Reps))}
+			for _, m := range Metrics() {
+				s := statField(t, m)
+				rec = append(rec, optCell(s.Mean), optCell(s.Stddev))
+			}
+			s := t.Speculative
+			rec = append(rec, i64(t.WorkspacePeakBytes), i64(t.WorkspaceAllocatorPeakBytes), i64(s.Rounds), i64(s.DraftedTokens),
+				i64(s.AcceptedTokens), i64(s.FallbackSteps), optCell(s.AcceptanceRate), optCell(s.AcceptanceLength))
+			if err := w.Write(rec); err != nil {
+				return nil, err
+			}
+		}
+	}
+	w.Flush()
+	return b.Bytes(), w.Error()
+}
+
+// Render renders runs in the given format (json, md or csv).
+func Render(format string, runs []Run) ([]byte, error) {
+	switch format {
+	case FormatJSON:
+		return RenderJSON(runs)
+	case FormatMD:
+		return RenderMarkdown(runs), nil
+	case FormatCSV:
+		return RenderCSV(runs)
+	}
+	return nil, fmt.Errorf("unknown format %q (want json, md or csv)", format)
+}
