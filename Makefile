@@ -50,8 +50,8 @@ bench:
 
 FUZZTIME ?= 10m
 fuzz:
-	$(GO) test ./pkg/artifact -run '^$$' -fuzz FuzzOpen -fuzztime $(FUZZTIME) -parallel 1
-	$(GO) test ./pkg/safetensors -run '^$$' -fuzz FuzzOpen -fuzztime $(FUZZTIME) -parallel 1
+	$(GO) test ./pkg/artifact -run '^$$' -fuzz FuzzOpen -fuzztime $(FUZZTIME) -fuzzminimizetime 2s -parallel 1
+	$(GO) test ./pkg/safetensors -run '^$$' -fuzz FuzzOpen -fuzztime $(FUZZTIME) -fuzzminimizetime 2s -parallel 1
 
 clean:
 	rm -rf $(BIN) $(BUILD)

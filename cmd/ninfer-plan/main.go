@@ -4,13 +4,14 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/ninfer/ninfer/pkg/cliutil"
 
 	"github.com/urfave/cli/v2"
 
@@ -23,27 +24,12 @@ import (
 
 const name = "ninfer-plan"
 
-// usageError marks an error as a usage error (exit 2).
-type usageError struct{ error }
-
-func usagef(f string, a ...any) error { return usageError{fmt.Errorf(f, a...)} }
-
 func main() { os.Exit(run(os.Args, os.Stdout, os.Stderr)) }
 
 // run runs the command and returns its exit status: 0, 1 for runtime
 // errors, 2 for usage errors.
 func run(args []string, stdout, stderr io.Writer) int {
-	app := newApp(stdout, stderr)
-	err := app.Run(args)
-	if err == nil {
-		return 0
-	}
-	fmt.Fprintf(stderr, "%s: %s\n", name, strings.ReplaceAll(err.Error(), "\n", " "))
-	var ue usageError
-	if errors.As(err, &ue) {
-		return 2
-	}
-	return 1
+	return cliutil.Run(newApp(stdout, stderr), args, stderr)
 }
 
 func newApp(stdout, stderr io.Writer) *cli.App {
@@ -69,7 +55,7 @@ Examples:
 		ErrWriter:       stderr,
 		HideHelpCommand: true,
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return usageError{err}
+			return cliutil.UsageError{Err: err}
 		},
 		ExitErrHandler: func(*cli.Context, error) {},
 		Flags: []cli.Flag{
@@ -100,7 +86,7 @@ Examples:
 
 func action(c *cli.Context, stdout, stderr io.Writer) error {
 	if c.NArg() > 0 {
-		return usagef("unexpected argument %q", c.Args().First())
+		return cliutil.Usagef("unexpected argument %q", c.Args().First())
 	}
 	o, err := options(c)
 	if err != nil {
@@ -110,12 +96,12 @@ func action(c *cli.Context, stdout, stderr io.Writer) error {
 	var objs []plan.Object
 	switch w, cf := c.String("weights"), c.String("config"); {
 	case w != "" && cf != "":
-		return usagef("--weights and --config are mutually exclusive")
+		return cliutil.Usagef("--weights and --config are mutually exclusive")
 	case w == "" && cf == "":
-		return usagef("--weights or --config is required")
+		return cliutil.Usagef("--weights or --config is required")
 	case w != "":
 		if c.IsSet("recipe") {
-			return usagef("--recipe applies to --config only")
+			return cliutil.Usagef("--recipe applies to --config only")
 		}
 		if cfg, objs, err = weightsFromArtifact(w); err != nil {
 			return err
@@ -123,7 +109,7 @@ func action(c *cli.Context, stdout, stderr io.Writer) error {
 	default:
 		r, err := recipe.Lookup(c.String("recipe"))
 		if err != nil {
-			return usagef("--recipe: %v", err)
+			return cliutil.Usagef("--recipe: %v", err)
 		}
 		if cfg, objs, err = weightsFromConfig(cf, r, o.LMHeadDraft); err != nil {
 			return err
@@ -164,28 +150,28 @@ func options(c *cli.Context) (plan.Options, error) {
 		s := c.String(flag)
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || n < 1 {
-			return 0, usagef("invalid %s: %s", flag, s)
+			return 0, cliutil.Usagef("invalid %s: %s", flag, s)
 		}
 		return n, nil
 	}
 	size := func(flag string) (int64, error) {
 		n, err := plan.ParseSize(c.String(flag))
 		if err != nil {
-			return 0, usagef("--%s: %v", flag, err)
+			return 0, cliutil.Usagef("--%s: %v", flag, err)
 		}
 		return n, nil
 	}
 	if o.KVDtype, err = plan.ParseKVDtype(c.String("kv-dtype")); err != nil {
-		return o, usageError{err}
+		return o, cliutil.UsageError{Err: err}
 	}
 	if o.Spec, err = plan.ParseSpec(c.String("spec")); err != nil {
-		return o, usageError{err}
+		return o, cliutil.UsageError{Err: err}
 	}
 	switch b := plan.Backend(c.String("backend")); b {
 	case plan.BackendCUDA, plan.BackendCPU:
 		o.Backend = b
 	default:
-		return o, usagef("invalid backend: %s (want cuda or cpu)", b)
+		return o, cliutil.Usagef("invalid backend: %s (want cuda or cpu)", b)
 	}
 	if c.IsSet("max-ctx") {
 		if o.MaxContext, err = positive("max-ctx"); err != nil {
@@ -197,7 +183,7 @@ func options(c *cli.Context) (plan.Options, error) {
 			return o, err
 		}
 		if c.IsSet("headroom") {
-			return o, usagef("--headroom applies to --kv-capacity auto only")
+			return o, cliutil.Usagef("--headroom applies to --kv-capacity auto only")
 		}
 	}
 	if c.IsSet("headroom") {
@@ -211,7 +197,7 @@ func options(c *cli.Context) (plan.Options, error) {
 	if c.IsSet("draft-tokens") {
 		n, err := positive("draft-tokens")
 		if err != nil {
-			return o, usagef("invalid draft-tokens: %s", c.String("draft-tokens"))
+			return o, cliutil.Usagef("invalid draft-tokens: %s", c.String("draft-tokens"))
 		}
 		o.DraftTokens = int(min(n, 1<<20))
 	}
@@ -219,7 +205,7 @@ func options(c *cli.Context) (plan.Options, error) {
 	o.UseCUDAGraph = !c.Bool("no-cuda-graph") && o.Backend == plan.BackendCUDA
 	o.Device = c.Int("device")
 	if o.Device < 0 {
-		return o, usagef("invalid device: %d", o.Device)
+		return o, cliutil.Usagef("invalid device: %d", o.Device)
 	}
 
 	budgets := 0
@@ -229,7 +215,7 @@ func options(c *cli.Context) (plan.Options, error) {
 		}
 	}
 	if budgets != 1 {
-		return o, usagef("give exactly one of --device-memory, --gpu or --available")
+		return o, cliutil.Usagef("give exactly one of --device-memory, --gpu or --available")
 	}
 	switch {
 	case c.IsSet("device-memory"):
@@ -239,7 +225,7 @@ func options(c *cli.Context) (plan.Options, error) {
 	case c.IsSet("gpu"):
 		card, err := gpu.Lookup(c.String("gpu"))
 		if err != nil {
-			return o, usagef("--gpu: %v", err)
+			return o, cliutil.Usagef("--gpu: %v", err)
 		}
 		o.DeviceTotalBytes = card.MemoryBytes
 	default:
@@ -249,7 +235,7 @@ func options(c *cli.Context) (plan.Options, error) {
 	}
 	if c.IsSet("runtime-overhead") {
 		if o.AvailableAfterWeightsBytes > 0 {
-			return o, usagef("--runtime-overhead applies to --device-memory and --gpu only")
+			return o, cliutil.Usagef("--runtime-overhead applies to --device-memory and --gpu only")
 		}
 		s := c.String("runtime-overhead")
 		if s == "0" {
@@ -259,7 +245,7 @@ func options(c *cli.Context) (plan.Options, error) {
 		}
 	}
 	if err := o.Validate(); err != nil {
-		return o, usageError{err}
+		return o, cliutil.UsageError{Err: err}
 	}
 	return o, nil
 }

@@ -4,11 +4,12 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+
+	"github.com/ninfer/ninfer/pkg/cliutil"
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
@@ -19,11 +20,6 @@ import (
 
 const name = "ninfer-report"
 
-// usageError marks errors that exit 2.
-type usageError struct{ error }
-
-func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
-
 func main() {
 	os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr))
 }
@@ -31,19 +27,10 @@ func main() {
 // run executes the CLI and returns the exit status: 0 ok, 2 usage error,
 // 1 runtime error (including --check mismatches).
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	err := newApp(stdin, stdout, stderr).Run(args)
-	if err == nil {
-		return 0
-	}
-	fmt.Fprintf(stderr, "%s: %s\n", name, strings.ReplaceAll(err.Error(), "\n", " "))
-	var ue usageError
-	if errors.As(err, &ue) {
-		return 2
-	}
-	return 1
+	return cliutil.Run(newApp(stdin, stdout, stderr), args, stderr)
 }
 
-func onUsageError(_ *cli.Context, err error, _ bool) error { return usageError{err} }
+func onUsageError(_ *cli.Context, err error, _ bool) error { return cliutil.UsageError{Err: err} }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 	return &cli.App{
@@ -105,7 +92,7 @@ func fileArgs(c *cli.Context) ([]string, error) {
 	for _, f := range files {
 		if strings.HasPrefix(f, "-") && f != "-" {
 			if _, err := os.Stat(f); err != nil {
-				return nil, usagef("flag %s after the file arguments (flags go first)", f)
+				return nil, cliutil.Usagef("flag %s after the file arguments (flags go first)", f)
 			}
 		}
 	}
@@ -142,17 +129,17 @@ func reportAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) err
 	}
 	format := c.String("format")
 	if format != report.FormatJSON && format != report.FormatMD && format != report.FormatCSV {
-		return usagef("--format %q: want json, md or csv", format)
+		return cliutil.Usagef("--format %q: want json, md or csv", format)
 	}
 	if doc := c.String("check"); doc != "" {
 		if len(files) > 0 {
-			return usagef("--check takes the document as its value; no other files allowed")
+			return cliutil.Usagef("--check takes the document as its value; no other files allowed")
 		}
 		return checkAction(doc, stdout, stderr)
 	}
 	if len(files) == 0 {
 		if stdinIsTerminal(stdin) {
-			return usagef("no input files (give FILES, or - to read standard input)")
+			return cliutil.Usagef("no input files (give FILES, or - to read standard input)")
 		}
 		files = []string{"-"}
 	}
@@ -215,11 +202,11 @@ func compareAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) er
 		return err
 	}
 	if len(files) != 2 {
-		return usagef("compare needs exactly two inputs A and B, got %d", len(files))
+		return cliutil.Usagef("compare needs exactly two inputs A and B, got %d", len(files))
 	}
 	format := c.String("format")
 	if format != report.FormatMD && format != report.FormatCSV {
-		return usagef("compare --format %q: want md or csv", format)
+		return cliutil.Usagef("compare --format %q: want md or csv", format)
 	}
 	a, err := oneRun(files[0], c.String("run-a"), stdin, stderr)
 	if err != nil {
