@@ -2,9 +2,9 @@
 // artifact. It validates the whole checkpoint before writing anything, then
 // streams tensor by tensor: each tensor is encoded from the memory-mapped
 // checkpoint into one object buffer by several goroutines (disjoint row
-// ranges) and written in plan order. Peak memory is the largest encoded
-// object plus one row of float32 scratch per worker; the checkpoint itself
-// is only mapped, never copied. The output is written atomically.
+// ranges) and written in plan order while the next tensor is encoded. Peak
+// memory is two encoded objects (the largest pair) plus one row of float32
+// scratch per worker; the checkpoint itself is only mapped, never copied. The output is written atomically.
 package convert
 
 import (
@@ -187,21 +187,50 @@ func Convert(ctx context.Context, src, dst string, opts Options) (Result, error)
 	if opts.Progress != nil {
 		bar = progress.New(opts.Progress, "convert", total, opts.ForceProgress)
 	}
-	for _, j := range jobs {
-		if err := ctx.Err(); err != nil {
-			return Result{}, fmt.Errorf("convert: %w", err)
-		}
-		data := j.raw
-		if j.src != nil {
-			data, err = encodeTensor(ctx, j, opts.Workers, bar)
-			if err != nil {
-				return Result{}, err
+	// Encode tensor i+1 while tensor i is written and hashed: an unbuffered
+	// hand-off keeps at most two encoded objects alive.
+	type encoded struct {
+		id   string
+		data []byte
+	}
+	handoff := make(chan encoded)
+	writeErr := make(chan error, 1)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		var err error
+		for e := range handoff {
+			if err == nil {
+				if err = w.WriteObject(e.id, e.data); err != nil {
+					cancel() // stop encoding: nothing more can be written
+				}
 			}
-			res.InputBytes += int64(len(j.src.Raw()))
 		}
-		if err := w.WriteObject(j.asg.Tensor.Name, data); err != nil {
-			return Result{}, err
+		writeErr <- err
+	}()
+	encodeErr := func() error {
+		defer close(handoff)
+		for _, j := range jobs {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("convert: %w", err)
+			}
+			data := j.raw
+			if j.src != nil {
+				var err error
+				if data, err = encodeTensor(ctx, j, opts.Workers, bar); err != nil {
+					return err
+				}
+				res.InputBytes += int64(len(j.src.Raw()))
+			}
+			handoff <- encoded{j.asg.Tensor.Name, data}
 		}
+		return nil
+	}()
+	if err := <-writeErr; err != nil {
+		return Result{}, err
+	}
+	if encodeErr != nil {
+		return Result{}, encodeErr
 	}
 	if bar != nil {
 		bar.Finish()
