@@ -1,0 +1,298 @@
+// Command ninfer-bench benchmarks prompt processing (pp), token generation
+// (tg) and both (pp+tg) on a .ninfer model, streaming the results as JSON
+// lines (docs/BENCH-LINES.md) or printing the schema-15 report, a markdown
+// table or CSV. The benchmark itself lives in pkg/bench.
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ninfer/ninfer/pkg/bench"
+	"github.com/ninfer/ninfer/pkg/cliutil"
+)
+
+const name = "ninfer-bench"
+
+// Exit statuses.
+const (
+	exitOK          = 0
+	exitRuntime     = 1
+	exitUsage       = 2
+	exitInterrupted = 130
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	go func() {
+		<-ctx.Done()
+		stop() // a second Ctrl-C kills the process at once
+	}()
+	os.Exit(run(ctx, os.Args, os.Stdout, os.Stderr, bench.Env{Progress: os.Stderr}))
+}
+
+// listValue collects every occurrence of a repeatable flag verbatim (no
+// comma splitting, unlike cli.StringSliceFlag).
+type listValue struct{ vals []string }
+
+func (l *listValue) Set(s string) error { l.vals = append(l.vals, s); return nil }
+func (l *listValue) String() string     { return strings.Join(l.vals, " ") }
+
+// longNames maps every flag spelling to the long name used in messages.
+var longNames = map[string]string{"p": "n-prompt", "n": "n-gen", "pg": "prompt-gen", "r": "repetitions", "o": "output"}
+
+// usageMessage rewrites the flag package's parse errors in the reference's
+// words: "--n-prompt requires value", "unknown argument: -x".
+func usageMessage(err error) error {
+	msg := err.Error()
+	if f, ok := strings.CutPrefix(msg, "flag needs an argument: "); ok {
+		f = strings.TrimLeft(f, "-")
+		if long, ok := longNames[f]; ok {
+			f = long
+		}
+		return cliutil.Usagef("--%s requires value", f)
+	}
+	if f, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
+		return cliutil.Usagef("unknown argument: %s", f)
+	}
+	return cliutil.UsageError{Err: err}
+}
+
+func newApp(ctx context.Context, stdout, stderr io.Writer, env bench.Env) *cli.App {
+	// The short and long spellings of the test flags are separate flags that
+	// share one list, so that they can be mixed and keep their argv order
+	// (urfave/cli aliases refuse "two forms of the same flag").
+	prompts, gens, pairs := &listValue{}, &listValue{}, &listValue{}
+	app := &cli.App{
+		Name:      name,
+		Usage:     "benchmark prefill and decode throughput of a .ninfer model",
+		UsageText: name + " --weights M.ninfer [--corpus C.ids] [-p P,...] [-n G,...] [-pg P,G;...] [options]",
+		Description: `Runs the reference ninfer_bench test matrix: pp<P> (prefill P corpus tokens
+and sample one), tg<G> (one seed token, then G decode steps) and pp<P>+tg<G>.
+Tests run in the order all pp, all tg, all pp+tg (argv order within each);
+without -p/-n/-pg the tests are pp512 and tg128. Each test runs --warmup
+discarded reps, then -r measured reps. Greedy decoding, no stop tokens.
+
+Output (stdout unless --output-file): jsonl (default) streams the JSON lines
+of docs/BENCH-LINES.md, one flushed line per rep (feed them to ninfer-report);
+json is the schema-15 document; table a markdown table; csv one row per test.
+Progress goes to stderr when it is a terminal. Ctrl-C stops after the rep in
+progress, writes what was measured and exits 130; a second Ctrl-C kills.
+
+Exit status: 0 ok, 2 usage error, 1 runtime error, 130 interrupted.
+
+Examples:
+   ninfer-bench --weights build/tiny.ninfer --corpus corpus.ids -p 128 -n 32 -r 3
+   ninfer-bench --weights m.ninfer --corpus c.ids -p 512 -p 2048 -n 128 -pg 2048,512 | ninfer-report --format md
+   ninfer-bench --weights m.ninfer --corpus c.ids -pg "512,128;4096,128" --kv-dtype int8 --output json --output-file out/r.json
+   ninfer-bench --weights m.ninfer --corpus c.ids --backend cpu --threads 2 --output table`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "weights", Usage: "the .ninfer model `PATH` (required)"},
+			&cli.StringFlag{Name: "corpus", Value: bench.DefaultCorpus, Usage: "token-id corpus `PATH` (whitespace-separated ids; retried under $NINFER_SOURCE_DIR)"},
+			&cli.GenericFlag{Name: "n-prompt", Value: prompts, Usage: "pp tests (-p): comma list of prompt lengths `P,...` (repeatable)"},
+			&cli.GenericFlag{Name: "p", Value: prompts, Hidden: true},
+			&cli.GenericFlag{Name: "n-gen", Value: gens, Usage: "tg tests (-n): comma list of generation lengths `G,...` (repeatable)"},
+			&cli.GenericFlag{Name: "n", Value: gens, Hidden: true},
+			&cli.GenericFlag{Name: "prompt-gen", Value: pairs, Usage: "pp+tg tests (-pg): `P,G;P,G` pairs (repeatable)"},
+			&cli.GenericFlag{Name: "pg", Value: pairs, Hidden: true},
+			&cli.StringFlag{Name: "repetitions", Aliases: []string{"r"}, Value: "5", Usage: "measured reps per test (`N` ≥ 1)"},
+			&cli.StringFlag{Name: "warmup", Value: "1", Usage: "discarded warmup reps per test (`N` ≥ 0)"},
+			&cli.StringFlag{Name: "max-ctx", Value: "auto", Usage: "max context in `TOKENS` (auto: what the largest test needs)"},
+			&cli.StringFlag{Name: "prefill-chunk", Value: "1024", Usage: "prefill chunk in `TOKENS` (multiple of 128)"},
+			&cli.StringFlag{Name: "kv-dtype", Value: bench.DefaultKVDtype, Usage: "KV cache `DTYPE`: bf16, int8 or fp8"},
+			&cli.StringFlag{Name: "spec", Usage: "speculative decoding `BACKEND`: mtp"},
+			&cli.StringFlag{Name: "draft-tokens", Usage: "MTP draft tokens `K` in [1,5] (with --spec mtp)"},
+			&cli.BoolFlag{Name: "lm-head-draft", Usage: "draft with the optimized (reduced-vocabulary) proposal head"},
+			&cli.BoolFlag{Name: "no-cuda-graph", Usage: "decode eagerly (no CUDA graphs; the CPU backend never uses them)"},
+			&cli.StringFlag{Name: "device", Value: "0", Usage: "device `ORDINAL`"},
+			&cli.StringFlag{Name: "backend", Value: "auto", Usage: "compute `BACKEND`: auto, cpu or cuda"},
+			&cli.StringFlag{Name: "threads", Value: "0", Usage: "CPU backend worker `THREADS` (0: all cores)"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: bench.OutputJSONL, Usage: "output `FORMAT`: jsonl, json, table or csv"},
+			&cli.StringFlag{Name: "output-file", Usage: "write the output to `PATH` (atomically, parents created) instead of stdout"},
+		},
+		Action: func(c *cli.Context) error { return action(ctx, c, stdout, stderr, env) },
+	}
+	app = cliutil.Prepare(app, stdout, stderr)
+	app.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return usageMessage(err) }
+	return app
+}
+
+// run executes the command and returns its exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, env bench.Env) int {
+	env.Command = strings.Join(args, " ")
+	if len(args) > 0 && wantsHelp(args[1:]) {
+		args = []string{args[0], "--help"} // help wins over any bad argument after it
+	}
+	err := newApp(ctx, stdout, stderr, env).Run(args)
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, bench.ErrInterrupted):
+		fmt.Fprintf(stderr, "%s: interrupted; the output holds the reps measured so far\n", name)
+		return exitInterrupted
+	}
+	fmt.Fprintf(stderr, "%s: %s\n", name, strings.ReplaceAll(err.Error(), "\n", " "))
+	var ue cliutil.UsageError
+	if errors.As(err, &ue) {
+		return exitUsage
+	}
+	return exitRuntime
+}
+
+// wantsHelp reports whether -h/--help appears as an argument (not as the
+// value of a flag), scanning left to right like the reference.
+func wantsHelp(args []string) bool {
+	boolFlags := map[string]bool{"lm-head-draft": true, "no-cuda-graph": true}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || !strings.HasPrefix(a, "-") {
+			return false
+		}
+		name := strings.TrimLeft(a, "-")
+		if name == "h" || name == "help" {
+			return true
+		}
+		if !strings.Contains(name, "=") && !boolFlags[name] {
+			i++ // skip the flag's value
+		}
+	}
+	return false
+}
+
+// params turns the flags into bench.Params; every error is a usage error.
+func params(c *cli.Context) (bench.Params, error) {
+	p := bench.DefaultParams()
+	if c.NArg() > 0 {
+		return p, cliutil.Usagef("unknown argument: %s", c.Args().First())
+	}
+	p.Weights = c.String("weights")
+	p.Corpus = c.String("corpus")
+	var err error
+	for _, f := range []struct {
+		flag string
+		dst  *[]int
+	}{{"n-prompt", &p.Prompts}, {"n-gen", &p.Gens}} {
+		for _, v := range c.Generic(f.flag).(*listValue).vals {
+			xs, err := bench.ParseIntList(f.flag, v)
+			if err != nil {
+				return p, cliutil.UsageError{Err: err}
+			}
+			*f.dst = append(*f.dst, xs...)
+		}
+	}
+	for _, v := range c.Generic("prompt-gen").(*listValue).vals {
+		pairs, err := bench.ParsePairs(v)
+		if err != nil {
+			return p, cliutil.UsageError{Err: err}
+		}
+		p.Pairs = append(p.Pairs, pairs...)
+	}
+	counts := []struct {
+		flag string
+		min  int64
+		dst  *int
+	}{{"repetitions", 1, &p.Repetitions}, {"warmup", 0, &p.Warmup}, {"prefill-chunk", 1, &p.PrefillChunk},
+		{"device", 0, &p.Device}, {"threads", 0, &p.Threads}}
+	if v := c.String("max-ctx"); v != "auto" {
+		counts = append(counts, struct {
+			flag string
+			min  int64
+			dst  *int
+		}{"max-ctx", 1, &p.MaxCtx})
+	}
+	if c.IsSet("draft-tokens") {
+		counts = append(counts, struct {
+			flag string
+			min  int64
+			dst  *int
+		}{"draft-tokens", 1, &p.DraftTokens})
+	}
+	for _, f := range counts {
+		if *f.dst, err = bench.ParseCount(f.flag, c.String(f.flag), f.min); err != nil {
+			return p, cliutil.UsageError{Err: err}
+		}
+	}
+	if p.KVDtype, err = bench.ParseKVDtype(c.String("kv-dtype")); err != nil {
+		return p, cliutil.UsageError{Err: err}
+	}
+	if c.IsSet("spec") {
+		if p.Spec, err = bench.ParseSpec(c.String("spec")); err != nil {
+			return p, cliutil.UsageError{Err: err}
+		}
+	}
+	p.LMHeadDraft = c.Bool("lm-head-draft")
+	p.NoCUDAGraph = c.Bool("no-cuda-graph")
+	if p.Backend, err = bench.ParseBackend(c.String("backend")); err != nil {
+		return p, cliutil.UsageError{Err: err}
+	}
+	if p.Output, err = bench.ParseOutput(c.String("output")); err != nil {
+		return p, cliutil.UsageError{Err: err}
+	}
+	p.OutputFile = c.String("output-file")
+	if err := p.Validate(); err != nil {
+		return p, cliutil.UsageError{Err: err}
+	}
+	return p, nil
+}
+
+func action(ctx context.Context, c *cli.Context, stdout, stderr io.Writer, env bench.Env) error {
+	p, err := params(c)
+	if err != nil {
+		return err
+	}
+	// Destinations: JSON lines stream straight to stdout (flushed per line);
+	// everything else, and any --output-file, is written when the run ends
+	// (also when it was interrupted).
+	var buf bytes.Buffer
+	var sink bench.Sink
+	collect := &bench.Collect{}
+	switch {
+	case p.Output == bench.OutputJSONL && p.OutputFile == "":
+		sink = bench.NewLineSink(stdout)
+	case p.Output == bench.OutputJSONL:
+		sink = bench.NewLineSink(&buf)
+	default:
+		sink = collect
+	}
+	res, runErr := bench.Run(ctx, p, env, sink)
+	for _, n := range res.Notes {
+		fmt.Fprintf(stderr, "%s: note: %s\n", name, n)
+	}
+	if runErr != nil && !errors.Is(runErr, bench.ErrInterrupted) {
+		return runErr
+	}
+	if p.Output != bench.OutputJSONL {
+		if len(collect.Lines) == 0 {
+			return runErr
+		}
+		out, warnings, err := collect.Render(p.Output)
+		if err != nil {
+			return fmt.Errorf("--output %s: %w", p.Output, err)
+		}
+		for _, w := range warnings {
+			fmt.Fprintf(stderr, "%s: warning: %s\n", name, w)
+		}
+		buf.Write(out)
+		if p.OutputFile == "" {
+			if _, err := stdout.Write(buf.Bytes()); err != nil {
+				return fmt.Errorf("write output: %w", err)
+			}
+			return runErr
+		}
+	}
+	if p.OutputFile != "" && buf.Len() > 0 {
+		if err := cliutil.WriteFileAtomic(p.OutputFile, buf.Bytes()); err != nil {
+			return fmt.Errorf("--output-file %s: %w", p.OutputFile, err)
+		}
+		fmt.Fprintf(stderr, "wrote %s\n", p.OutputFile)
+	}
+	return runErr
+}

@@ -1,0 +1,318 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ninfer/ninfer/pkg/bench"
+	"github.com/ninfer/ninfer/pkg/benchfmt"
+	"github.com/ninfer/ninfer/pkg/convert"
+	"github.com/ninfer/ninfer/pkg/recipe"
+	"github.com/ninfer/ninfer/pkg/report"
+	"github.com/ninfer/ninfer/pkg/testmodel"
+)
+
+var (
+	fixtureOnce sync.Once
+	fixtureDir  string
+	fixtureErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if fixtureDir != "" {
+		os.RemoveAll(fixtureDir)
+	}
+	os.Exit(code)
+}
+
+// fixture returns the tiny q8 model and a corpus of 64 random ids.
+func fixture(t *testing.T) (model, corpusPath string) {
+	t.Helper()
+	fixtureOnce.Do(func() {
+		if fixtureDir, fixtureErr = os.MkdirTemp("", "ninfer-bench-cmd-"); fixtureErr != nil {
+			return
+		}
+		src := filepath.Join(fixtureDir, "tiny-hf")
+		if _, fixtureErr = testmodel.WriteDir(src, testmodel.DefaultOptions(), false); fixtureErr != nil {
+			return
+		}
+		r, err := recipe.Lookup("q8")
+		if err != nil {
+			fixtureErr = err
+			return
+		}
+		if _, fixtureErr = convert.Convert(context.Background(), src, filepath.Join(fixtureDir, "tiny.ninfer"), convert.Options{Recipe: r, Workers: 2}); fixtureErr != nil {
+			return
+		}
+		seed := uint64(time.Now().UnixNano())
+		rng := rand.New(rand.NewPCG(seed, 1))
+		var b strings.Builder
+		for i := 0; i < 64; i++ {
+			fmt.Fprintf(&b, "%d\n", rng.IntN(512))
+		}
+		fixtureErr = os.WriteFile(filepath.Join(fixtureDir, fmt.Sprintf("corpus-seed%d.ids", seed)), []byte(b.String()), 0o644)
+	})
+	if fixtureErr != nil {
+		t.Fatalf("fixture: %v", fixtureErr)
+	}
+	ids, _ := filepath.Glob(filepath.Join(fixtureDir, "corpus-seed*.ids"))
+	return filepath.Join(fixtureDir, "tiny.ninfer"), ids[0]
+}
+
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) Now() time.Time { c.t = c.t.Add(time.Millisecond); return c.t }
+
+func testEnv() bench.Env {
+	c := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+	return bench.Env{Now: c.Now, MemAvailable: func() (int64, error) { return 4 << 30, nil },
+		CPUName: func() string { return "Test CPU" }, RunID: "cmd-test"}
+}
+
+func runCmd(t *testing.T, ctx context.Context, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var o, e bytes.Buffer
+	code = run(ctx, append([]string{"ninfer-bench"}, args...), &o, &e, testEnv())
+	return code, o.String(), e.String()
+}
+
+func TestUsageErrors(t *testing.T) {
+	w := []string{"--weights", "m.ninfer"}
+	cases := []struct {
+		args []string
+		msg  string
+	}{
+		{nil, "--weights is required"},
+		{[]string{"-p", "16"}, "--weights is required"},
+		{append(w, "-p", ""), "n-prompt is empty"},
+		{append(w, "-p", "x"), "invalid n-prompt: x"},
+		{append(w, "--n-prompt", "0"), "n-prompt must be positive"},
+		{append(w, "-n", "5,abc"), "invalid n-gen: abc"},
+		{append(w, "-n", "-3"), "n-gen must be positive"},
+		{append(w, "-pg", "16"), "prompt-gen expects P,G pairs"},
+		{append(w, "--prompt-gen", "16,8;1,2,3"), "prompt-gen expects P,G pairs"},
+		{append(w, "-pg", "0,8"), "prompt-gen must be positive"},
+		{append(w, "-r", "0"), "invalid repetitions: 0"},
+		{append(w, "--repetitions", "two"), "invalid repetitions: two"},
+		{append(w, "--warmup", "-1"), "invalid warmup: -1"},
+		{append(w, "--max-ctx", "0"), "invalid max-ctx: 0"},
+		{append(w, "--max-ctx", "1k"), "invalid max-ctx: 1k"},
+		{append(w, "--prefill-chunk", "0"), "invalid prefill-chunk: 0"},
+		{append(w, "--prefill-chunk", "1000"), "--prefill-chunk must be a multiple of 128"},
+		{append(w, "--kv-dtype", "fp16"), "invalid kv-dtype: fp16 (want bf16, int8 or fp8)"},
+		{append(w, "--spec", "eagle"), "invalid speculative backend: eagle"},
+		{append(w, "--draft-tokens", "0"), "invalid draft-tokens: 0"},
+		{append(w, "--draft-tokens", "2"), "--draft-tokens and --lm-head-draft require --spec mtp|dflash|dflash2"},
+		{append(w, "--lm-head-draft"), "--draft-tokens and --lm-head-draft require --spec mtp|dflash|dflash2"},
+		{append(w, "--spec", "mtp"), "--spec mtp requires --draft-tokens in [1,5]"},
+		{append(w, "--spec", "mtp", "--draft-tokens", "6"), "--spec mtp requires --draft-tokens in [1,5]"},
+		{append(w, "--device", "-1"), "invalid device: -1"},
+		{append(w, "--threads", "many"), "invalid threads: many"},
+		{append(w, "--backend", "metal"), "invalid backend: metal (want auto, cpu or cuda)"},
+		{append(w, "--output", "md"), "invalid output format: md (want jsonl, json, table or csv)"},
+		{append(w, "--bogus"), "unknown argument: -bogus"},
+		{append(w, "extra"), "unknown argument: extra"},
+		{[]string{"--weights"}, "--weights requires value"},
+		{append(w, "-p"), "--n-prompt requires value"},
+		{append(w, "-pg"), "--prompt-gen requires value"},
+		{append(w, "-r"), "--repetitions requires value"},
+		// the weights check comes first, like the reference's post-loop checks
+		{[]string{"--prefill-chunk", "100"}, "--weights is required"},
+	}
+	for _, c := range cases {
+		code, stdout, stderr := runCmd(t, context.Background(), c.args...)
+		if code != 2 || stderr != "ninfer-bench: "+c.msg+"\n" || stdout != "" {
+			t.Errorf("%q: exit %d, stderr %q, stdout %q; want 2 and %q", c.args, code, stderr, stdout, c.msg)
+		}
+	}
+}
+
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"-h", "--bogus"}, {"--corpus", "c.ids", "-r", "0", "--help", "x"}, {"--lm-head-draft", "-h"}} {
+		code, stdout, stderr := runCmd(t, context.Background(), args...)
+		if code != 0 || !strings.Contains(stdout, "Examples:") || !strings.Contains(stdout, "--n-prompt") || stderr != "" {
+			t.Errorf("%q: exit %d, stderr %q", args, code, stderr)
+		}
+	}
+}
+
+func TestRuntimeErrors(t *testing.T) {
+	model, corpusPath := fixture(t)
+	cases := []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"--spec", "mtp", "--draft-tokens", "2", "-n", "8", "--max-ctx", "10"}, "--max-ctx 10 is too small; tg8 needs 13"},
+		{[]string{"-p", "16", "--max-ctx", "8"}, "--max-ctx 8 is too small; pp16 needs 16"},
+		{[]string{"-p", "65"}, "pp65 exceeds the token-id corpus"},
+	}
+	for _, c := range cases {
+		args := append([]string{"--weights", model, "--corpus", corpusPath, "--backend", "cpu"}, c.args...)
+		code, stdout, stderr := runCmd(t, context.Background(), args...)
+		if code != 1 || stderr != "ninfer-bench: "+c.msg+"\n" || stdout != "" {
+			t.Errorf("%q: exit %d, stderr %q, stdout %q; want 1 and %q", c.args, code, stderr, stdout, c.msg)
+		}
+	}
+}
+
+// decodeDoc decodes a document and blanks its command (which differs
+// between invocations by the --output flag).
+func decodeDoc(t *testing.T, data []byte) []byte {
+	t.Helper()
+	d, err := benchfmt.DecodeDocument(data)
+	if err != nil {
+		t.Fatalf("document: %v\n%s", err, data)
+	}
+	d.Command = ""
+	return benchfmt.EncodeDocument(&d)
+}
+
+func TestStreamThroughReportEqualsJSON(t *testing.T) {
+	model, corpusPath := fixture(t)
+	args := []string{"--weights", model, "--corpus", corpusPath, "--backend", "cpu", "--threads", "2",
+		"-p", "8", "--n-prompt", "4,8", "-p", "2", "-n", "3", "-pg", "4,2", "-r", "2", "--warmup", "1"}
+	code, stream, stderr := runCmd(t, context.Background(), args...)
+	if code != 0 {
+		t.Fatalf("jsonl run: exit %d: %s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSuffix(stream, "\n"), "\n")
+	if len(lines) != 1+6*3 {
+		t.Fatalf("%d lines, want 19", len(lines))
+	}
+	first, err := benchfmt.ParseLineString(lines[0])
+	if err != nil || first.Run == nil {
+		t.Fatalf("first line is not a run line: %v", err)
+	}
+	if want := "ninfer-bench " + strings.Join(args, " "); first.Run.Command != want {
+		t.Errorf("command = %q, want %q", first.Run.Command, want)
+	}
+	in, err := report.ReadFiles([]string{"-"}, strings.NewReader(stream))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, err := in.Select("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	piped, err := report.Render(report.FormatJSON, runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var labels []string
+	for _, tt := range runs[0].Document.Tests {
+		labels = append(labels, tt.Label)
+	}
+	if got, want := strings.Join(labels, " "), "pp8 pp4 pp8 pp2 tg3 pp4+tg2"; got != want {
+		t.Errorf("tests = %s, want %s (argv order across -p and --n-prompt)", got, want)
+	}
+
+	code, direct, stderr := runCmd(t, context.Background(), append(args, "--output", "json")...)
+	if code != 0 {
+		t.Fatalf("json run: exit %d: %s", code, stderr)
+	}
+	if a, b := decodeDoc(t, piped), decodeDoc(t, []byte(direct)); !bytes.Equal(a, b) {
+		t.Errorf("bench | report differs from bench --output json:\n%s\n---\n%s", a, b)
+	}
+	if !strings.HasSuffix(direct, "]\n}\n") {
+		t.Errorf("document does not end with the reference layout: %q", direct[max(0, len(direct)-20):])
+	}
+
+	code, table, _ := runCmd(t, context.Background(), append(args, "--output", "table")...)
+	if code != 0 || !strings.Contains(table, "| tiny-hf | cpu") || !strings.Contains(table, "pp4+tg2 (tg)") {
+		t.Errorf("table output (exit %d):\n%s", code, table)
+	}
+	code, csv, _ := runCmd(t, context.Background(), append(args, "-o", "csv")...)
+	if rows := strings.Count(csv, "\n"); code != 0 || rows != 7 || !strings.HasPrefix(csv, "run_id,") {
+		t.Errorf("csv output (exit %d, %d rows):\n%s", code, rows, csv)
+	}
+}
+
+func TestOutputFile(t *testing.T) {
+	model, corpusPath := fixture(t)
+	for _, format := range []string{"jsonl", "json"} {
+		path := filepath.Join(t.TempDir(), "sub", "out."+format)
+		code, stdout, stderr := runCmd(t, context.Background(), "--weights", model, "--corpus", corpusPath, "--backend", "cpu",
+			"-n", "2", "-r", "1", "--warmup", "0", "--output", format, "--output-file", path)
+		if code != 0 || stdout != "" || !strings.Contains(stderr, "wrote "+path+"\n") {
+			t.Fatalf("%s: exit %d, stdout %q, stderr %q", format, code, stdout, stderr)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if format == "json" {
+			if _, err := benchfmt.DecodeDocument(data); err != nil {
+				t.Errorf("json file: %v", err)
+			}
+		} else if n := strings.Count(string(data), "\n"); n != 3 {
+			t.Errorf("jsonl file has %d lines, want 3", n)
+		}
+		if ents, _ := os.ReadDir(filepath.Dir(path)); len(ents) != 1 {
+			t.Errorf("%s: temporary files left: %v", format, ents)
+		}
+	}
+}
+
+func TestInterrupted(t *testing.T) {
+	model, corpusPath := fixture(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // Ctrl-C before the first rep
+	code, stdout, stderr := runCmd(t, ctx, "--weights", model, "--corpus", corpusPath, "--backend", "cpu", "-n", "2")
+	if code != 130 || !strings.Contains(stderr, "interrupted") {
+		t.Fatalf("exit %d, stderr %q; want 130", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+	if len(lines) != 1 {
+		t.Fatalf("want only the run line, got %d lines", len(lines))
+	}
+	if l, err := benchfmt.ParseLineString(lines[0]); err != nil || l.Run == nil {
+		t.Errorf("run line: %v", err)
+	}
+}
+
+func TestWantsHelp(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"-h"}, true},
+		{[]string{"--weights", "-h"}, false}, // the value of --weights
+		{[]string{"--weights=m", "-h"}, true},
+		{[]string{"--no-cuda-graph", "--help"}, true},
+		{[]string{"extra", "-h"}, false}, // the bad argument comes first
+		{[]string{"-p", "16"}, false},
+	} {
+		if got := wantsHelp(c.args); got != c.want {
+			t.Errorf("wantsHelp(%q) = %v, want %v", c.args, got, c.want)
+		}
+	}
+}
+
+func TestInterruptedDocumentToFile(t *testing.T) {
+	model, corpusPath := fixture(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	path := filepath.Join(t.TempDir(), "r.json")
+	code, stdout, stderr := runCmd(t, ctx, "--weights", model, "--corpus", corpusPath, "--backend", "cpu", "-n", "2",
+		"--output", "json", "--output-file", path)
+	if code != 130 || stdout != "" || !strings.Contains(stderr, "wrote "+path) {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := benchfmt.DecodeDocument(data)
+	if err != nil || len(d.Tests) != 0 || d.Config.Repetitions != 5 {
+		t.Errorf("partial document: %v, %d tests, %+v", err, len(d.Tests), d.Config)
+	}
+}

@@ -1,0 +1,314 @@
+// Command ninfer-run generates text (or token ids) from a .ninfer model:
+// one prompt from a flag or file, or one prompt per stdin line.
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
+
+	"github.com/ninfer/ninfer/pkg/cliutil"
+	"github.com/ninfer/ninfer/pkg/runner"
+	"github.com/ninfer/ninfer/pkg/sample"
+	"github.com/ninfer/ninfer/pkg/spec"
+)
+
+const name = "ninfer-run"
+
+// exitInterrupted is the status after Ctrl-C (128 + SIGINT).
+const exitInterrupted = 130
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	go func() {
+		<-ctx.Done()
+		stop() // a second Ctrl-C kills the process
+	}()
+	os.Exit(run(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run runs the command and returns its exit status: 0, 1 for runtime
+// errors, 2 for usage errors, 130 when interrupted.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	interrupted := false
+	app := cliutil.Prepare(newApp(), stdout, stderr)
+	app.Action = func(c *cli.Context) error {
+		var err error
+		interrupted, err = action(ctx, c, stdin, stdout, stderr)
+		return err
+	}
+	code := cliutil.Run(app, args, stderr)
+	if code == 0 && interrupted {
+		fmt.Fprintf(stderr, "%s: interrupted\n", name)
+		return exitInterrupted
+	}
+	return code
+}
+
+func newApp() *cli.App {
+	return &cli.App{
+		Name:      name,
+		Usage:     "generate text or token ids with a .ninfer model",
+		UsageText: name + " --weights M.ninfer [--prompt TEXT | --prompt-file F | < prompts.txt] [options]",
+		Description: `Prompts: --prompt TEXT is one prompt; --prompt-file F reads the whole file
+as one prompt (one trailing newline removed; "-" = stdin), or one prompt per
+non-blank line with --each-line; without either, stdin is read one prompt per
+non-blank line (stdin must not be a terminal). Each prompt runs on a fresh
+sequence. Special tokens written in a prompt (e.g. <|im_start|>) are
+recognized.
+
+--chat renders each prompt as a user turn of the Qwen chat format (optional
+--system turn) followed by the assistant header; --no-think appends the empty
+<think></think> block (enable_thinking=false).
+
+--ids: prompts are whitespace-separated decimal token ids, one prompt per
+line, and the generated ids are written the same way, one line per prompt.
+An id outside the vocabulary is an error naming its line and position.
+
+Output: the generated text is streamed to stdout (whole UTF-8 characters,
+flushed per token), one newline after each prompt; --json prints instead one
+JSON line per prompt: prompt, prompt_ids, text, ids, finish_reason
+(eos|length|interrupted) and timings (prefill_s, decode_s, prompt_tokens,
+generated_tokens, prefill_tok_s, decode_tok_s; decode tok/s counts the
+generated tokens after the first, which comes from the prefill). Load
+progress, memory and per-prompt timings go to stderr (--quiet: errors only).
+
+Generation stops at an EOS id (generation_config.json's eos_token_id, else the
+model config's) unless --ignore-eos, or after --max-new tokens. The EOS id is
+listed in the ids but not rendered as text. Context limit: a prompt whose
+tokens plus --max-new exceed --max-ctx is an error naming both (nothing is
+clamped). Ctrl-C stops cleanly: the partial output line is terminated, the
+finish reason is "interrupted", and the exit status is 130.
+
+--spec mtp: speculative decoding with the model's MTP head, --draft-tokens K
+drafts per round verified in one target pass; the output is the same as
+without it (greedy: identical ids; sampling: the same distribution), and the
+JSON line gains a "speculative" object (rounds, drafted/accepted tokens,
+acceptance rate and length).
+
+Exit status: 0 ok, 1 runtime error, 2 usage error, 130 interrupted.
+
+Examples:
+  ninfer-run --weights qwen.ninfer --prompt "The capital of France is"
+  ninfer-run --weights qwen.ninfer --chat --no-think --prompt "Write a haiku about GPUs" --max-new 256
+  ninfer-run --weights qwen.ninfer --chat --temperature 0.7 --top-p 0.8 --top-k 20 --seed 42 --prompt-file q.txt
+  ninfer-run --weights qwen.ninfer --json --max-new 64 < prompts.txt > results.jsonl
+  ninfer-run --weights qwen.ninfer --spec mtp --draft-tokens 3 --prompt "Count to twenty:"
+  echo "151644 872 198" | ninfer-run --weights qwen.ninfer --ids --max-new 16
+  ninfer-run --weights qwen.ninfer --backend cpu --threads 8 --kv-dtype int8 --max-ctx 8192 --prompt-file long.txt`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "weights", Aliases: []string{"m"}, Required: true, Usage: "the .ninfer model `PATH`"},
+			&cli.StringFlag{Name: "prompt", Aliases: []string{"p"}, Usage: "one prompt `TEXT` (ids with --ids)"},
+			&cli.StringFlag{Name: "prompt-file", Aliases: []string{"f"}, Usage: "read the prompt from `FILE` (- = stdin)"},
+			&cli.BoolFlag{Name: "each-line", Usage: "with --prompt-file: one prompt per non-blank line"},
+			&cli.BoolFlag{Name: "chat", Usage: "render prompts as a user turn of the Qwen chat format"},
+			&cli.StringFlag{Name: "system", Usage: "with --chat: a system turn `TEXT`"},
+			&cli.BoolFlag{Name: "think", Usage: "with --chat: leave thinking on (the default)"},
+			&cli.BoolFlag{Name: "no-think", Usage: "with --chat: disable thinking (empty think block)"},
+			&cli.BoolFlag{Name: "ids", Usage: "prompts and output are token ids"},
+			&cli.IntFlag{Name: "max-new", Aliases: []string{"n"}, Value: 128, Usage: "generate at most `N` tokens per prompt"},
+			&cli.IntFlag{Name: "max-ctx", Usage: "context limit in `TOKENS` (default: min(max_position_embeddings, 4096))"},
+			&cli.IntFlag{Name: "prefill-chunk", Value: 1024, Usage: "prefill chunk in `TOKENS` (a multiple of 128)"},
+			&cli.StringFlag{Name: "kv-dtype", Value: "bf16", Usage: "KV cache `DTYPE`: bf16, int8, fp8 (fp32: exact, for debugging)"},
+			&cli.Float64Flag{Name: "temperature", Aliases: []string{"t"}, Usage: "sampling temperature `T` (0 = greedy)"},
+			&cli.IntFlag{Name: "top-k", Usage: "keep the `K` most likely tokens (0 = off)"},
+			&cli.Float64Flag{Name: "top-p", Usage: "nucleus sampling mass `P` (0 or 1 = off)"},
+			&cli.Float64Flag{Name: "min-p", Usage: "drop tokens below `P` × the top probability (0 = off)"},
+			&cli.Float64Flag{Name: "presence-penalty", Usage: "subtract `X` from tokens already generated"},
+			&cli.Float64Flag{Name: "frequency-penalty", Usage: "subtract `X` per earlier occurrence"},
+			&cli.Float64Flag{Name: "repetition-penalty", Usage: "divide logits of seen tokens by `R` (0 or 1 = off)"},
+			&cli.Uint64Flag{Name: "seed", Usage: "sampling `SEED` (same seed, same output)"},
+			&cli.BoolFlag{Name: "ignore-eos", Usage: "do not stop at EOS ids"},
+			&cli.StringFlag{Name: "backend", Value: "auto", Usage: "`BACKEND`: auto (CUDA when built in and present), cpu or cuda"},
+			&cli.IntFlag{Name: "threads", Usage: "CPU backend `THREADS` (0 = all cores)"},
+			&cli.BoolFlag{Name: "json", Usage: "one JSON line per prompt instead of streamed text"},
+			&cli.StringFlag{Name: "spec", Value: "none", Usage: "speculative decoding `BACKEND`: none or mtp"},
+			&cli.IntFlag{Name: "draft-tokens", Usage: "with --spec mtp: draft `K` tokens per round (1-5; default 2)"},
+			&cli.BoolFlag{Name: "lm-head-draft", Usage: "with --spec mtp: draft with the reduced-vocabulary proposal head (convert with --draft-head)"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no load or timing lines on stderr"},
+		},
+	}
+}
+
+// options turns the flags into runner options, checking usage.
+func options(c *cli.Context, stderr io.Writer) (runner.Options, error) {
+	o := runner.Options{
+		Weights: c.String("weights"), Backend: c.String("backend"), Threads: c.Int("threads"),
+		MaxContext: c.Int("max-ctx"), PrefillChunk: c.Int("prefill-chunk"), KVDtype: c.String("kv-dtype"),
+		MaxNew: c.Int("max-new"), IgnoreEOS: c.Bool("ignore-eos"),
+		Chat: c.Bool("chat"), System: c.String("system"), NoThink: c.Bool("no-think"),
+		Spec: c.String("spec"), DraftTokens: c.Int("draft-tokens"), LMHeadDraft: c.Bool("lm-head-draft"),
+		Sampling: sample.Config{
+			Temperature: c.Float64("temperature"), TopK: c.Int("top-k"), TopP: c.Float64("top-p"), MinP: c.Float64("min-p"),
+			PresencePenalty: c.Float64("presence-penalty"), FrequencyPenalty: c.Float64("frequency-penalty"),
+			RepetitionPenalty: c.Float64("repetition-penalty"), Seed: c.Uint64("seed"),
+		},
+	}
+	if !c.Bool("quiet") {
+		o.Log = stderr
+	}
+	switch {
+	case c.NArg() > 0:
+		return o, cliutil.Usagef("unexpected argument %q (give the prompt with --prompt)", c.Args().First())
+	case o.Weights == "":
+		return o, cliutil.Usagef("--weights is empty")
+	case c.IsSet("prompt") && c.IsSet("prompt-file"):
+		return o, cliutil.Usagef("--prompt and --prompt-file are mutually exclusive")
+	case c.Bool("each-line") && !c.IsSet("prompt-file"):
+		return o, cliutil.Usagef("--each-line applies to --prompt-file only")
+	case c.Bool("think") && o.NoThink:
+		return o, cliutil.Usagef("--think and --no-think are mutually exclusive")
+	case !o.Chat && (c.IsSet("system") || c.IsSet("think") || c.IsSet("no-think")):
+		return o, cliutil.Usagef("--system, --think and --no-think need --chat")
+	case o.Chat && c.Bool("ids"):
+		return o, cliutil.Usagef("--chat renders text prompts; it cannot be combined with --ids")
+	case o.MaxNew < 0:
+		return o, cliutil.Usagef("--max-new %d must be ≥ 0", o.MaxNew)
+	case o.MaxContext < 0:
+		return o, cliutil.Usagef("--max-ctx %d must be ≥ 0 (0 = the model default)", o.MaxContext)
+	case o.PrefillChunk < 128 || o.PrefillChunk%128 != 0:
+		return o, cliutil.Usagef("--prefill-chunk %d must be a positive multiple of 128", o.PrefillChunk)
+	case !slices.Contains(runner.KVDtypes, o.KVDtype):
+		return o, cliutil.Usagef("--kv-dtype %q: want bf16, int8 or fp8", o.KVDtype)
+	case o.Threads < 0:
+		return o, cliutil.Usagef("--threads %d must be ≥ 0", o.Threads)
+	case !slices.Contains([]string{"auto", "cpu", "cuda"}, o.Backend):
+		return o, cliutil.Usagef("--backend %q: want auto, cpu or cuda", o.Backend)
+	case o.Spec != "none" && o.Spec != "mtp":
+		return o, cliutil.Usagef("--spec %q: want none or mtp", o.Spec)
+	case c.IsSet("draft-tokens") && o.Spec != "mtp":
+		return o, cliutil.Usagef("--draft-tokens needs --spec mtp")
+	case o.Spec == "mtp" && c.IsSet("draft-tokens") && (o.DraftTokens < 1 || o.DraftTokens > spec.MaxDraftTokens):
+		return o, cliutil.Usagef("--draft-tokens %d must be in [1,%d]", o.DraftTokens, spec.MaxDraftTokens)
+	case o.LMHeadDraft && o.Spec != "mtp":
+		return o, cliutil.Usagef("--lm-head-draft needs --spec mtp")
+	}
+	if err := o.Sampling.Validate(); err != nil {
+		return o, cliutil.Usagef("%s", strings.TrimPrefix(err.Error(), "sample: "))
+	}
+	return o, nil
+}
+
+// source yields prompts until io.EOF.
+type source interface{ Next() (runner.Input, error) }
+
+type single struct {
+	in   runner.Input
+	done bool
+}
+
+func (s *single) Next() (runner.Input, error) {
+	if s.done {
+		return runner.Input{}, io.EOF
+	}
+	s.done = true
+	return s.in, nil
+}
+
+// prompts picks the prompt source from the flags.
+func prompts(c *cli.Context, stdin io.Reader) (source, func(), error) {
+	ids := c.Bool("ids")
+	nop := func() {}
+	switch {
+	case c.IsSet("prompt"):
+		p := c.String("prompt")
+		if !ids {
+			return &single{in: runner.Input{Text: p, Source: "--prompt"}}, nop, nil
+		}
+		v, err := runner.ParseIDs(p)
+		if err != nil {
+			return nil, nop, cliutil.Usagef("--prompt: %w", err)
+		}
+		return &single{in: runner.Input{IDs: v, Source: "--prompt"}}, nop, nil
+	case c.IsSet("prompt-file"):
+		path := c.String("prompt-file")
+		var r io.Reader = stdin
+		closeFn := nop
+		if path != "-" {
+			f, err := os.Open(path)
+			if err != nil {
+				return nil, nop, fmt.Errorf("--prompt-file: %w", err)
+			}
+			r, closeFn = f, func() { f.Close() }
+		} else {
+			path = "stdin"
+		}
+		if ids || c.Bool("each-line") {
+			return runner.NewLineReader(r, path, ids), closeFn, nil
+		}
+		data, err := io.ReadAll(r)
+		closeFn()
+		if err != nil {
+			return nil, nop, fmt.Errorf("--prompt-file %s: %w", path, err)
+		}
+		return &single{in: runner.WholeText(data, path)}, nop, nil
+	}
+	if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		return nil, nop, cliutil.Usagef("no prompt: give --prompt or --prompt-file, or pipe prompts on stdin (one per line)")
+	}
+	return runner.NewLineReader(stdin, "stdin", ids), nop, nil
+}
+
+// action runs every prompt; it reports whether generation was interrupted.
+func action(ctx context.Context, c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) (bool, error) {
+	o, err := options(c, stderr)
+	if err != nil {
+		return false, err
+	}
+	src, closeSrc, err := prompts(c, stdin)
+	if err != nil {
+		return false, err
+	}
+	defer closeSrc()
+	r, err := runner.Open(o)
+	if err != nil {
+		return false, err
+	}
+	defer r.Close()
+
+	w := bufio.NewWriter(stdout)
+	defer w.Flush()
+	var sink runner.Sink = runner.TextSink{W: w}
+	switch {
+	case c.Bool("json"):
+		sink = runner.JSONSink{W: w}
+	case c.Bool("ids"):
+		sink = &runner.IDSink{W: w}
+	}
+	for {
+		in, err := src.Next()
+		if err == io.EOF {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		res, err := r.Run(ctx, in, sink)
+		if err != nil {
+			return false, err
+		}
+		if o.Log != nil {
+			t := res.Timings
+			line := fmt.Sprintf("%s: prompt %d tokens in %.3f s (%.1f tok/s), generated %d tokens in %.3f s (%.1f tok/s), finish %s",
+				name, t.PromptTokens, t.PrefillSeconds, t.PrefillTokPerS, t.GeneratedTokens, t.DecodeSeconds, t.DecodeTokPerS, res.FinishReason)
+			if sp := res.Spec; sp != nil {
+				line += fmt.Sprintf("; mtp: %d rounds, %d of %d drafts accepted", sp.Rounds, sp.AcceptedTokens, sp.DraftedTokens)
+				if sp.AcceptanceLength != nil {
+					line += fmt.Sprintf(", acceptance length %.2f", *sp.AcceptanceLength)
+				}
+			}
+			fmt.Fprintln(o.Log, line)
+		}
+		if res.FinishReason == runner.FinishInterrupted {
+			return true, nil
+		}
+	}
+}

@@ -1,0 +1,172 @@
+/* Paged KV cache (bf16, int8-group64, fp8-e4m3-row) and causal GQA
+ * attention with an online softmax in fp32. */
+#include "ni_cpu.h"
+
+int64_t ni_kv_vec_bytes(int fmt, int hd) {
+    if (fmt == NI_KV_F32) return 4 * (int64_t)hd;
+    return fmt == NI_KV_BF16 ? 2 * (int64_t)hd : hd;
+}
+
+int64_t ni_kv_scale_count(int fmt, int hd) {
+    if (fmt == NI_KV_I8G64) return (hd + 63) / 64;
+    if (fmt == NI_KV_FP8ROW) return 1;
+    return 0;
+}
+
+static void store_vec(int fmt, int hd, uint8_t *plane, uint16_t *sp, int64_t vi, const float *x) {
+    if (fmt == NI_KV_F32) {
+        memcpy((float *)plane + vi * hd, x, (size_t)hd * 4);
+        return;
+    }
+    if (fmt == NI_KV_BF16) {
+        uint16_t *o = (uint16_t *)plane + vi * hd;
+        for (int d = 0; d < hd; d++) o[d] = ni_to_bf16(x[d]);
+        return;
+    }
+    int8_t *o = (int8_t *)plane + vi * hd;
+    if (fmt == NI_KV_I8G64) {
+        int ng = (hd + 63) / 64;
+        for (int g = 0; g < ng; g++) {
+            int d0 = g * 64, d1 = d0 + 64 < hd ? d0 + 64 : hd;
+            float am = 0;
+            for (int d = d0; d < d1; d++) am = fmaxf(am, fabsf(x[d]));
+            uint16_t s16 = ni_f32_to_f16(am / 127.0f);
+            float s = ni_f16_to_f32(s16);
+            sp[vi * ng + g] = s16;
+            float inv = s > 0 ? 1.0f / s : 0;
+            for (int d = d0; d < d1; d++) {
+                float q = nearbyintf(x[d] * inv);
+                o[d] = (int8_t)(q > 127 ? 127 : q < -127 ? -127 : q);
+            }
+        }
+        return;
+    }
+    float am = 0;
+    for (int d = 0; d < hd; d++) am = fmaxf(am, fabsf(x[d]));
+    uint16_t s16 = ni_f32_to_f16(am / 448.0f);
+    float s = ni_f16_to_f32(s16);
+    sp[vi] = s16;
+    for (int d = 0; d < hd; d++) ((uint8_t *)o)[d] = s > 0 ? ni_f32_to_e4m3(x[d] / s) : 0;
+}
+
+static void load_vec(int isa, int fmt, int hd, const uint8_t *plane, const uint16_t *sp, int64_t vi, float *out) {
+    if (fmt == NI_KV_F32) {
+        memcpy(out, (const float *)plane + vi * hd, (size_t)hd * 4);
+        return;
+    }
+    if (fmt == NI_KV_BF16) {
+        ni_bf16_to_f32_row(isa, (const uint16_t *)plane + vi * hd, out, hd);
+        return;
+    }
+    if (fmt == NI_KV_I8G64) {
+        const int8_t *p = (const int8_t *)plane + vi * hd;
+        int ng = (hd + 63) / 64;
+        for (int g = 0; g < ng; g++) {
+            float s = ni_f16_to_f32(sp[vi * ng + g]);
+            int d1 = g * 64 + 64 < hd ? g * 64 + 64 : hd;
+            for (int d = g * 64; d < d1; d++) out[d] = (float)p[d] * s;
+        }
+        return;
+    }
+    const uint8_t *p = plane + vi * hd;
+    float s = ni_f16_to_f32(sp[vi]);
+    for (int d = 0; d < hd; d++) out[d] = ni_e4m3_to_f32(p[d]) * s;
+}
+
+/* Vector slot of (position, head), or −1 when the position is unmapped. */
+static inline int64_t kv_slot(const ni_kv *kv, int32_t pos, int h) {
+    if (pos < 0) return -1;
+    int32_t lp = pos / NI_KV_PAGE;
+    if (lp >= kv->table_len) return -1;
+    int32_t pp = kv->block_table[lp];
+    if (pp < 0 || pp >= kv->pages) return -1;
+    return ((int64_t)pp * kv->kvh + h) * NI_KV_PAGE + pos % NI_KV_PAGE;
+}
+
+int ni_kv_append(ni_ctx *c, ni_kv kv, ni_rows k, ni_rows v, const int32_t *pos) {
+    (void)c;
+    int bad = 0;
+    for (int t = 0; t < k.t; t++)
+        for (int h = 0; h < kv.kvh; h++) {
+            int64_t vi = kv_slot(&kv, pos[t], h);
+            if (vi < 0) {
+                bad++;
+                continue;
+            }
+            store_vec(kv.fmt, kv.hd, kv.k, kv.ks, vi, ni_row(k, t, h));
+            store_vec(kv.fmt, kv.hd, kv.v, kv.vs, vi, ni_row(v, t, h));
+        }
+    return bad;
+}
+
+typedef struct {
+    ni_ctx *c;
+    ni_rows q, out;
+    ni_kv kv;
+    const int32_t *pos;
+    float scale;
+    int bad, tblocks;
+} attn_args;
+
+/* Queries per task: a block of ATT_TB tokens shares every K/V vector it
+ * reads (decoded once per block, not once per query). */
+#define ATT_TB 16
+
+static void attn_task(void *a_, int task, int tid) {
+    attn_args *a = (attn_args *)a_;
+    int isa = a->c->isa;
+    int kvh = a->kv.kvh, hd = a->kv.hd, grp = a->q.h / kvh;
+    int tb = task / kvh, h = task % kvh;
+    int t0 = tb * ATT_TB, nt = a->q.t - t0 < ATT_TB ? a->q.t - t0 : ATT_TB;
+    int nq = nt * grp; /* (token, head) pairs of this task */
+    float *buf = ni_tmp(a->c, tid, (int64_t)hd * (2 + nq) + 2 * nq);
+    float *kb = buf, *vb = kb + hd, *acc = vb + hd, *m = acc + (int64_t)nq * hd, *l = m + nq;
+    for (int i = 0; i < nq; i++) {
+        m[i] = -INFINITY;
+        l[i] = 0;
+    }
+    memset(acc, 0, (size_t)nq * hd * 4);
+    int32_t last = -1;
+    for (int j = 0; j < nt; j++)
+        if (a->pos[t0 + j] > last) last = a->pos[t0 + j];
+    for (int32_t s = 0; s <= last; s++) {
+        int64_t vi = kv_slot(&a->kv, s, h);
+        if (vi < 0) {
+            __atomic_fetch_add(&a->bad, 1, __ATOMIC_RELAXED);
+            break;
+        }
+        load_vec(isa, a->kv.fmt, hd, a->kv.k, a->kv.ks, vi, kb);
+        load_vec(isa, a->kv.fmt, hd, a->kv.v, a->kv.vs, vi, vb);
+        for (int j = 0; j < nt; j++) {
+            if (s > a->pos[t0 + j]) continue; /* causal */
+            for (int g = 0; g < grp; g++) {
+                int i = j * grp + g;
+                float sc = a->scale * ni_dot(isa, ni_row(a->q, t0 + j, h * grp + g), kb, hd);
+                float *ai = acc + (int64_t)i * hd;
+                if (sc > m[i]) {
+                    float corr = expf(m[i] - sc);
+                    l[i] *= corr;
+                    ni_scal(isa, corr, ai, hd);
+                    m[i] = sc;
+                }
+                float p = expf(sc - m[i]);
+                l[i] += p;
+                ni_axpy(isa, p, vb, ai, hd);
+            }
+        }
+    }
+    for (int j = 0; j < nt; j++)
+        for (int g = 0; g < grp; g++) {
+            int i = j * grp + g;
+            float *o = ni_row(a->out, t0 + j, h * grp + g), inv = l[i] > 0 ? 1.0f / l[i] : 0;
+            for (int d = 0; d < hd; d++) o[d] = acc[(int64_t)i * hd + d] * inv;
+        }
+}
+
+int ni_attention(ni_ctx *c, ni_rows q, ni_kv kv, const int32_t *pos, float scale, ni_rows out) {
+    if (q.t <= 0) return 0;
+    int tblocks = (q.t + ATT_TB - 1) / ATT_TB;
+    attn_args a = {c, q, out, kv, pos, scale, 0, tblocks};
+    ni_parallel(c, tblocks * kv.kvh, attn_task, &a, (int64_t)q.t * q.h * kv.hd * 4 * (pos[q.t - 1] + 1));
+    return a.bad;
+}

@@ -1,0 +1,128 @@
+/* Gated delta rule: recurrent (decode/verify, optional per-token state
+ * slots) and chunked WY form (prefill). One task per value head; the state
+ * is copied to per-thread scratch first so input and output slots may
+ * coincide. */
+#include "ni_cpu.h"
+
+typedef struct {
+    ni_ctx *c;
+    ni_rows q, k, v, g, beta, o;
+    float *state;
+    int64_t slot_stride;
+    int32_t in_slot;
+    int out_slot;
+} gdn_args;
+
+static void gdn_rec_task(void *a_, int j, int tid) {
+    gdn_args *a = (gdn_args *)a_;
+    int isa = a->c->isa;
+    int dk = a->k.d, dv = a->v.d, kh = j / (a->v.h / a->k.h);
+    int64_t hsz = (int64_t)dk * dv;
+    float *S = ni_tmp(a->c, tid, hsz + dv);
+    float *kv = S + hsz;
+    memcpy(S, a->state + a->slot_stride * a->in_slot + j * hsz, (size_t)hsz * 4);
+    for (int t = 0; t < a->v.t; t++) {
+        const float *q = ni_row(a->q, t, kh), *k = ni_row(a->k, t, kh), *v = ni_row(a->v, t, j);
+        float decay = expf(ni_row(a->g, t, j)[0]), b = ni_row(a->beta, t, j)[0];
+        memset(kv, 0, (size_t)dv * 4);
+        for (int i = 0; i < dk; i++) {
+            ni_scal(isa, decay, S + (int64_t)i * dv, dv);
+            ni_axpy(isa, k[i], S + (int64_t)i * dv, kv, dv);
+        }
+        for (int d = 0; d < dv; d++) kv[d] = b * (v[d] - kv[d]); /* δ */
+        float *o = ni_row(a->o, t, j);
+        memset(o, 0, (size_t)dv * 4);
+        for (int i = 0; i < dk; i++) {
+            ni_axpy(isa, k[i], kv, S + (int64_t)i * dv, dv);
+            ni_axpy(isa, q[i], S + (int64_t)i * dv, o, dv);
+        }
+        if (a->out_slot == NI_PER_TOKEN) memcpy(a->state + a->slot_stride * t + j * hsz, S, (size_t)hsz * 4);
+    }
+    if (a->out_slot != NI_PER_TOKEN) memcpy(a->state + a->slot_stride * a->out_slot + j * hsz, S, (size_t)hsz * 4);
+}
+
+void ni_gdn_recurrent(ni_ctx *c, ni_rows q, ni_rows k, ni_rows v, ni_rows g, ni_rows beta, float *state,
+                      int64_t slot_stride, const int32_t *in_slot, int out_slot, ni_rows o) {
+    gdn_args a = {c, q, k, v, g, beta, o, state, slot_stride, *in_slot, out_slot};
+    ni_parallel(c, v.h, gdn_rec_task, &a, (int64_t)(v.t + 1) * v.h * k.d * v.d * 4);
+}
+
+static void gdn_chunk_task(void *a_, int j, int tid) {
+    gdn_args *a = (gdn_args *)a_;
+    int isa = a->c->isa;
+    const int C = NI_GDN_CHUNK;
+    int dk = a->k.d, dv = a->v.d, kh = j / (a->v.h / a->k.h);
+    int64_t hsz = (int64_t)dk * dv;
+    float *S = ni_tmp(a->c, tid, hsz + (int64_t)C * (3 * C + 2 * dv + dk + 4));
+    float *A = S + hsz;     /* [C][C] strictly lower (β K Kᵀ) ⊙ D */
+    float *QK = A + C * C;  /* [C][C] (Q Kᵀ) ⊙ D, i ≥ j */
+    float *U = QK + C * C;  /* [C][dv] */
+    float *W = U + C * dv;  /* [C][dk] */
+    float *VP = W + C * dk; /* [C][dv] */
+    float *G = VP + C * dv; /* Γ */
+    float *B = G + C;
+    float *EG = B + C;
+    memcpy(S, a->state + a->slot_stride * a->in_slot + j * hsz, (size_t)hsz * 4);
+    int T = a->v.t;
+    for (int t0 = 0; t0 < T; t0 += C) {
+        int n = T - t0 < C ? T - t0 : C;
+        float acc = 0;
+        for (int i = 0; i < n; i++) {
+            acc += ni_row(a->g, t0 + i, j)[0];
+            G[i] = acc;
+            EG[i] = expf(acc);
+            B[i] = ni_row(a->beta, t0 + i, j)[0];
+        }
+        for (int i = 0; i < n; i++) {
+            const float *ki = ni_row(a->k, t0 + i, kh), *qi = ni_row(a->q, t0 + i, kh);
+            for (int s = 0; s <= i; s++) {
+                const float *ks = ni_row(a->k, t0 + s, kh);
+                float dec = expf(G[i] - G[s]);
+                QK[i * C + s] = ni_dot(isa, qi, ks, dk) * dec;
+                if (s < i) A[i * C + s] = B[i] * ni_dot(isa, ki, ks, dk) * dec;
+            }
+        }
+        /* forward substitution: U = L⁻¹ βV, W = L⁻¹ (βK ⊙ e^Γ) */
+        for (int i = 0; i < n; i++) {
+            const float *vi = ni_row(a->v, t0 + i, j), *ki = ni_row(a->k, t0 + i, kh);
+            float *ui = U + (int64_t)i * dv, *wi = W + (int64_t)i * dk;
+            for (int d = 0; d < dv; d++) ui[d] = B[i] * vi[d];
+            for (int d = 0; d < dk; d++) wi[d] = B[i] * EG[i] * ki[d];
+            for (int s = 0; s < i; s++) {
+                ni_axpy(isa, -A[i * C + s], U + (int64_t)s * dv, ui, dv);
+                ni_axpy(isa, -A[i * C + s], W + (int64_t)s * dk, wi, dk);
+            }
+        }
+        /* V' = U − W S; O = (Q ⊙ e^Γ) S + QK V' */
+        for (int i = 0; i < n; i++) {
+            float *vp = VP + (int64_t)i * dv, *o = ni_row(a->o, t0 + i, j);
+            const float *wi = W + (int64_t)i * dk, *qi = ni_row(a->q, t0 + i, kh);
+            memcpy(vp, U + (int64_t)i * dv, (size_t)dv * 4);
+            memset(o, 0, (size_t)dv * 4);
+            for (int r = 0; r < dk; r++) {
+                ni_axpy(isa, -wi[r], S + (int64_t)r * dv, vp, dv);
+                ni_axpy(isa, qi[r] * EG[i], S + (int64_t)r * dv, o, dv);
+            }
+        }
+        for (int i = 0; i < n; i++) {
+            float *o = ni_row(a->o, t0 + i, j);
+            for (int s = 0; s <= i; s++) ni_axpy(isa, QK[i * C + s], VP + (int64_t)s * dv, o, dv);
+        }
+        /* S ← e^{Γ_n} S + (K ⊙ e^{Γ_n − Γ})ᵀ V' */
+        float gl = G[n - 1];
+        for (int r = 0; r < dk; r++) ni_scal(isa, expf(gl), S + (int64_t)r * dv, dv);
+        for (int i = 0; i < n; i++) {
+            const float *ki = ni_row(a->k, t0 + i, kh);
+            float e = expf(gl - G[i]);
+            for (int r = 0; r < dk; r++) ni_axpy(isa, ki[r] * e, VP + (int64_t)i * dv, S + (int64_t)r * dv, dv);
+        }
+    }
+    memcpy(a->state + a->slot_stride * a->out_slot + j * hsz, S, (size_t)hsz * 4);
+}
+
+void ni_gdn_chunked(ni_ctx *c, ni_rows q, ni_rows k, ni_rows v, ni_rows g, ni_rows beta, float *state,
+                    int64_t slot_stride, const int32_t *in_slot, int out_slot, ni_rows o) {
+    if (out_slot < 0) return;
+    gdn_args a = {c, q, k, v, g, beta, o, state, slot_stride, *in_slot, out_slot};
+    ni_parallel(c, v.h, gdn_chunk_task, &a, (int64_t)(v.t + 1) * v.h * k.d * v.d * 8);
+}

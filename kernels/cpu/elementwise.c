@@ -1,0 +1,220 @@
+/* Row-wise ops: norms, RoPE, gates, SwiGLU, residual add, argmax, GDN gating,
+ * causal conv1d. Parallel over tokens (rows) or channels. */
+#include "ni_cpu.h"
+
+typedef struct {
+    ni_ctx *c;
+    ni_rows x, y, z;
+    const float *w;
+    float eps, scale;
+    int mode;
+    const int32_t *pos;
+    int rot;
+    double theta;
+} row_args;
+
+/* ---- norms ---- */
+
+static void rmsnorm_task(void *a_, int t, int tid) {
+    (void)tid;
+    row_args *a = (row_args *)a_;
+    int D = a->x.d;
+    for (int h = 0; h < a->x.h; h++) {
+        const float *x = ni_row(a->x, t, h);
+        float *y = ni_row(a->y, t, h);
+        float r = 1.0f / sqrtf(ni_sumsq(a->c->isa, x, D) / (float)D + a->eps);
+        if (a->mode)
+            for (int d = 0; d < D; d++) y[d] = x[d] * r * (1.0f + a->w[d]);
+        else
+            for (int d = 0; d < D; d++) y[d] = x[d] * r * a->w[d];
+    }
+}
+
+void ni_rmsnorm(ni_ctx *c, ni_rows x, ni_rows y, const float *w, float eps, int zero_centred) {
+    row_args a = {.c = c, .x = x, .y = y, .w = w, .eps = eps, .mode = zero_centred};
+    ni_parallel(c, x.t, rmsnorm_task, &a, (int64_t)x.t * x.h * x.d * 4);
+}
+
+static void gated_task(void *a_, int t, int tid) {
+    (void)tid;
+    row_args *a = (row_args *)a_;
+    int D = a->x.d;
+    for (int h = 0; h < a->x.h; h++) {
+        const float *o = ni_row(a->x, t, h), *z = ni_row(a->z, t, h);
+        float *y = ni_row(a->y, t, h);
+        float r = 1.0f / sqrtf(ni_sumsq(a->c->isa, o, D) / (float)D + a->eps);
+        for (int d = 0; d < D; d++) y[d] = a->w[d] * (o[d] * r) * ni_silu(z[d]);
+    }
+}
+
+void ni_gated_rmsnorm(ni_ctx *c, ni_rows o, ni_rows z, ni_rows y, const float *w, float eps) {
+    row_args a = {.c = c, .x = o, .y = y, .z = z, .w = w, .eps = eps};
+    ni_parallel(c, o.t, gated_task, &a, (int64_t)o.t * o.h * o.d * 8);
+}
+
+static void l2_task(void *a_, int t, int tid) {
+    (void)tid;
+    row_args *a = (row_args *)a_;
+    int D = a->x.d;
+    for (int h = 0; h < a->x.h; h++) {
+        const float *x = ni_row(a->x, t, h);
+        float *y = ni_row(a->y, t, h);
+        float r = a->scale / sqrtf(ni_sumsq(a->c->isa, x, D) + 1e-6f);
+        for (int d = 0; d < D; d++) y[d] = x[d] * r;
+    }
+}
+
+void ni_l2norm(ni_ctx *c, ni_rows x, ni_rows y, float scale) {
+    row_args a = {.c = c, .x = x, .y = y, .scale = scale};
+    ni_parallel(c, x.t, l2_task, &a, (int64_t)x.t * x.h * x.d * 4);
+}
+
+/* ---- RoPE ---- */
+
+static void rope_task(void *a_, int t, int tid) {
+    (void)tid;
+    row_args *a = (row_args *)a_;
+    int half = a->rot / 2;
+    double p = (double)a->pos[t];
+    float cs[512], sn[512]; /* rot ≤ 1024 */
+    for (int j = 0; j < half; j++) {
+        double ang = p * pow(a->theta, -2.0 * j / a->rot);
+        cs[j] = (float)cos(ang);
+        sn[j] = (float)sin(ang);
+    }
+    for (int h = 0; h < a->x.h; h++) {
+        float *x = ni_row(a->x, t, h);
+        for (int j = 0; j < half; j++) {
+            float u = x[j], v = x[j + half];
+            x[j] = u * cs[j] - v * sn[j];
+            x[j + half] = v * cs[j] + u * sn[j];
+        }
+    }
+}
+
+void ni_rope(ni_ctx *c, ni_rows x, const int32_t *pos, int rot, double theta) {
+    if (rot > 1024 || rot > x.d) return;
+    row_args a = {.c = c, .x = x, .pos = pos, .rot = rot, .theta = theta};
+    ni_parallel(c, x.t, rope_task, &a, (int64_t)x.t * (x.h * rot + rot * 16));
+}
+
+/* ---- elementwise ---- */
+
+static void ew_task(void *a_, int t, int tid) {
+    (void)tid;
+    row_args *a = (row_args *)a_;
+    int D = a->x.d;
+    for (int h = 0; h < a->x.h; h++) {
+        const float *x = ni_row(a->x, t, h), *z = ni_row(a->z, t, h);
+        float *y = ni_row(a->y, t, h);
+        switch (a->mode) {
+        case 0:
+            for (int d = 0; d < D; d++) y[d] = x[d] * ni_sigmoid(z[d]);
+            break;
+        case 1:
+            for (int d = 0; d < D; d++) y[d] = ni_silu(x[d]) * z[d];
+            break;
+        default:
+            for (int d = 0; d < D; d++) y[d] = x[d] + z[d];
+        }
+    }
+}
+
+void ni_sigmoid_mul(ni_ctx *c, ni_rows x, ni_rows g, ni_rows y) {
+    row_args a = {.c = c, .x = x, .z = g, .y = y, .mode = 0};
+    ni_parallel(c, x.t, ew_task, &a, (int64_t)x.t * x.h * x.d * 8);
+}
+
+void ni_swiglu(ni_ctx *c, ni_rows g, ni_rows u, ni_rows y) {
+    row_args a = {.c = c, .x = g, .z = u, .y = y, .mode = 1};
+    ni_parallel(c, g.t, ew_task, &a, (int64_t)g.t * g.h * g.d * 8);
+}
+
+void ni_add(ni_ctx *c, ni_rows x, ni_rows b, ni_rows y) {
+    row_args a = {.c = c, .x = x, .z = b, .y = y, .mode = 2};
+    ni_parallel(c, x.t, ew_task, &a, (int64_t)x.t * x.h * x.d * 8);
+}
+
+typedef struct {
+    ni_rows x;
+    int32_t *out;
+} argmax_args;
+
+static void argmax_task(void *a_, int t, int tid) {
+    (void)tid;
+    argmax_args *a = (argmax_args *)a_;
+    const float *x = ni_row(a->x, t, 0);
+    int32_t best = -1;
+    float bv = 0;
+    for (int d = 0; d < a->x.d; d++) {
+        float v = x[d];
+        if (v != v) continue;
+        if (best < 0 || v > bv) {
+            best = d;
+            bv = v;
+        }
+    }
+    a->out[t] = best < 0 ? 0 : best;
+}
+
+void ni_argmax(ni_ctx *c, ni_rows x, int32_t *out) {
+    argmax_args a = {x, out};
+    ni_parallel(c, x.t, argmax_task, &a, (int64_t)x.t * x.d);
+}
+
+/* ---- GDN gating ---- */
+
+void ni_gdn_gate(ni_ctx *c, ni_rows a, ni_rows b, const float *a_log, const float *dt_bias, ni_rows g,
+                 ni_rows beta) {
+    (void)c;
+    for (int t = 0; t < a.t; t++)
+        for (int j = 0; j < a.h; j++) {
+            float x = ni_row(a, t, j)[0] + dt_bias[j];
+            float sp = x > 20.0f ? x : log1pf(expf(x));
+            ni_row(g, t, j)[0] = -expf(a_log[j]) * sp;
+            ni_row(beta, t, j)[0] = ni_sigmoid(ni_row(b, t, j)[0]);
+        }
+}
+
+/* ---- causal conv1d + SiLU ---- */
+
+typedef struct {
+    ni_rows x, y;
+    const float *w;
+    int kw;
+    float *state;
+    int64_t slot_stride;
+    int32_t in_slot;
+    int out_slot, per;
+} conv_args;
+
+#define CONV_CH 64
+
+static void conv_task(void *a_, int task, int tid) {
+    (void)tid;
+    conv_args *a = (conv_args *)a_;
+    int C = a->x.d, kw = a->kw, sw = kw - 1;
+    int c0 = task * CONV_CH, c1 = c0 + CONV_CH < C ? c0 + CONV_CH : C;
+    float win[16];
+    for (int ch = c0; ch < c1; ch++) {
+        const float *wc = a->w + (int64_t)ch * kw;
+        memcpy(win, a->state + a->slot_stride * a->in_slot + (int64_t)ch * sw, (size_t)sw * 4);
+        for (int t = 0; t < a->x.t; t++) {
+            float xin = a->x.p[t * a->x.ld + ch];
+            float s = wc[sw] * xin;
+            for (int i = 0; i < sw; i++) s += wc[i] * win[i];
+            for (int i = 0; i + 1 < sw; i++) win[i] = win[i + 1];
+            if (sw > 0) win[sw - 1] = xin;
+            a->y.p[t * a->y.ld + ch] = ni_silu(s);
+            if (a->per) memcpy(a->state + a->slot_stride * t + (int64_t)ch * sw, win, (size_t)sw * 4);
+        }
+        if (!a->per) memcpy(a->state + a->slot_stride * a->out_slot + (int64_t)ch * sw, win, (size_t)sw * 4);
+    }
+}
+
+void ni_conv1d_silu(ni_ctx *c, ni_rows x, ni_rows y, const float *w, int kw, float *state, int64_t slot_stride,
+                    const int32_t *in_slot, int out_slot) {
+    if (kw < 1 || kw > 16) return;
+    conv_args a = {x, y, w, kw, state, slot_stride, *in_slot, out_slot, out_slot == NI_PER_TOKEN};
+    ni_parallel(c, (x.d + CONV_CH - 1) / CONV_CH, conv_task, &a, (int64_t)x.t * x.d * kw * 4);
+}

@@ -1,0 +1,87 @@
+/* Internal helpers of the CPU kernels: context, thread pool, scratch, SIMD
+ * primitives with a scalar and an AVX2+FMA implementation. */
+#ifndef NI_CPU_H
+#define NI_CPU_H
+
+#include "../ninfer_ops.h"
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+#define NI_MAX_THREADS 256
+
+typedef void (*ni_task_fn)(void *arg, int task, int tid);
+
+typedef struct {
+    float *p;
+    int64_t cap; /* floats */
+} ni_scratch;
+
+struct ni_ctx {
+    int threads, isa;
+    int64_t serial_work; /* below this estimated work an op runs on the caller */
+    pthread_t th[NI_MAX_THREADS];
+    pthread_mutex_t mu;
+    pthread_cond_t start_cv, done_cv;
+    uint64_t gen;
+    int active, stop;
+    ni_task_fn fn;
+    void *arg;
+    int ntasks;
+    int next; /* atomic */
+    ni_scratch scratch[NI_MAX_THREADS];
+};
+
+/* Runs fn(arg, task, tid) for task in [0, ntasks) on the pool. `work` is a
+ * rough element-operation count: below NI_SERIAL_WORK the tasks run on the
+ * caller (waking the pool costs more than the op). */
+#define NI_SERIAL_WORK 32768
+void ni_parallel(ni_ctx *c, int ntasks, ni_task_fn fn, void *arg, int64_t work);
+/* Per-thread scratch of at least n floats (64-byte aligned). */
+float *ni_tmp(ni_ctx *c, int tid, int64_t n);
+
+/* SIMD primitives, dispatched on isa. */
+float ni_dot(int isa, const float *a, const float *b, int64_t n);
+/* out[j] = dot(w, x_j) for 4 vectors x_j at x + j*ldx. */
+void ni_dot4(int isa, const float *w, const float *x, int64_t ldx, int64_t n, float *out);
+void ni_axpy(int isa, float a, const float *x, float *y, int64_t n); /* y += a·x */
+void ni_scal(int isa, float a, float *y, int64_t n);                  /* y *= a */
+float ni_sumsq(int isa, const float *x, int64_t n);
+float ni_dot_bf16(int isa, const uint16_t *w, const float *x, int64_t n);
+void ni_bf16_to_f32_row(int isa, const uint16_t *w, float *out, int64_t n);
+
+/* AVX2 bodies (avx2.c). */
+float ni_dot_avx2(const float *a, const float *b, int64_t n);
+void ni_dot4_avx2(const float *w, const float *x, int64_t ldx, int64_t n, float *out);
+void ni_axpy_avx2(float a, const float *x, float *y, int64_t n);
+void ni_scal_avx2(float a, float *y, int64_t n);
+float ni_sumsq_avx2(const float *x, int64_t n);
+float ni_dot_bf16_avx2(const uint16_t *w, const float *x, int64_t n);
+void ni_bf16_to_f32_row_avx2(const uint16_t *w, float *out, int64_t n);
+/* Decodes one whole group (64 lanes for 4/5/6 bits, 32 for 8) of a
+ * row_split_k128_v1 weight: out[i] = s · code_i. */
+void ni_dec_group_avx2(int bits, const uint8_t *base, const uint8_t *high, float s, float *out);
+/* Σ over ngroups consecutive whole groups of one row of scale_g · code · x
+ * (fused decode + dot for the T = 1 GEMV). */
+float ni_dot_groups_avx2(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales, int64_t ngroups,
+                         const float *x);
+
+static inline float ni_bf16(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+static inline uint16_t ni_to_bf16(float f) { /* RNE */
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+static inline float ni_silu(float x) { return x / (1.0f + expf(-x)); }
+static inline float ni_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+static inline float *ni_row(ni_rows r, int64_t t, int64_t h) { return r.p + t * r.ld + h * r.hs; }
+
+#endif

@@ -1,0 +1,69 @@
+/* Scalar reference primitives and ISA dispatch. */
+#include "ni_cpu.h"
+
+static float dot_scalar(const float *a, const float *b, int64_t n) {
+    float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        s0 += a[i] * b[i];
+        s1 += a[i + 1] * b[i + 1];
+        s2 += a[i + 2] * b[i + 2];
+        s3 += a[i + 3] * b[i + 3];
+    }
+    for (; i < n; i++) s0 += a[i] * b[i];
+    return (s0 + s1) + (s2 + s3);
+}
+
+float ni_dot(int isa, const float *a, const float *b, int64_t n) {
+    if (isa == NI_ISA_AVX2) return ni_dot_avx2(a, b, n);
+    return dot_scalar(a, b, n);
+}
+
+void ni_dot4(int isa, const float *w, const float *x, int64_t ldx, int64_t n, float *out) {
+    if (isa == NI_ISA_AVX2) {
+        ni_dot4_avx2(w, x, ldx, n, out);
+        return;
+    }
+    for (int j = 0; j < 4; j++) out[j] = dot_scalar(w, x + j * ldx, n);
+}
+
+void ni_axpy(int isa, float a, const float *x, float *y, int64_t n) {
+    if (isa == NI_ISA_AVX2) {
+        ni_axpy_avx2(a, x, y, n);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
+}
+
+void ni_scal(int isa, float a, float *y, int64_t n) {
+    if (isa == NI_ISA_AVX2) {
+        ni_scal_avx2(a, y, n);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) y[i] *= a;
+}
+
+float ni_sumsq(int isa, const float *x, int64_t n) {
+    if (isa == NI_ISA_AVX2) return ni_sumsq_avx2(x, n);
+    return dot_scalar(x, x, n);
+}
+
+float ni_dot_bf16(int isa, const uint16_t *w, const float *x, int64_t n) {
+    if (isa == NI_ISA_AVX2) return ni_dot_bf16_avx2(w, x, n);
+    float s0 = 0, s1 = 0;
+    int64_t i = 0;
+    for (; i + 2 <= n; i += 2) {
+        s0 += ni_bf16(w[i]) * x[i];
+        s1 += ni_bf16(w[i + 1]) * x[i + 1];
+    }
+    for (; i < n; i++) s0 += ni_bf16(w[i]) * x[i];
+    return s0 + s1;
+}
+
+void ni_bf16_to_f32_row(int isa, const uint16_t *w, float *out, int64_t n) {
+    if (isa == NI_ISA_AVX2) {
+        ni_bf16_to_f32_row_avx2(w, out, n);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) out[i] = ni_bf16(w[i]);
+}

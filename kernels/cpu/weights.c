@@ -1,0 +1,328 @@
+/* Number conversions, weight geometry, row decoding, embedding gather and
+ * the quantized matmul (all weight formats). */
+#include "ni_cpu.h"
+#include <stdlib.h>
+
+static float g_e4m3[256];
+static const float g_e2m1[16] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
+static int g_tables_ready;
+
+float ni_f16_to_f32(uint16_t h) {
+    uint32_t s = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff, u;
+    if (e == 0) {
+        float v = ldexpf((float)m, -24);
+        return s ? -v : v;
+    }
+    if (e == 31) u = s | 0x7f800000u | (m << 13);
+    else u = s | ((e + 112) << 23) | (m << 13);
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+uint16_t ni_f32_to_f16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
+    x &= 0x7fffffffu;
+    if (x >= 0x7f800000u) return sign | (x > 0x7f800000u ? 0x7e00 : 0x7c00);
+    if (x >= 0x477ff000u) return sign | 0x7c00; /* ≥ 65520 rounds to inf */
+    if (x < 0x38800000u) {                       /* below 2^-14: subnormal half */
+        float a;
+        memcpy(&a, &x, 4);
+        return sign | (uint16_t)nearbyintf(a * 16777216.0f);
+    }
+    uint32_t mant = x & 0x7fffffu, h = (((x >> 23) - 112) << 10) | (mant >> 13), rem = mant & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++;
+    return sign | (uint16_t)h;
+}
+
+float ni_e4m3_to_f32(uint8_t b) {
+    int e = (b >> 3) & 15, m = b & 7;
+    if (e == 15 && m == 7) return NAN;
+    float v = e == 0 ? ldexpf((float)m, -9) : ldexpf((float)(8 + m), e - 10);
+    return (b & 0x80) ? -v : v;
+}
+
+uint8_t ni_f32_to_e4m3(float f) {
+    if (isnan(f)) return 0x7f;
+    uint8_t sign = signbit(f) ? 0x80 : 0;
+    float a = fabsf(f);
+    if (a > 448.0f) a = 448.0f; /* saturate */
+    if (a < 0.015625f) return sign | (uint8_t)nearbyintf(a * 512.0f);
+    int e;
+    frexpf(a, &e);
+    int E = e - 1;
+    int m = (int)nearbyintf(ldexpf(a, 3 - E)) - 8;
+    if (m == 8) {
+        E++;
+        m = 0;
+    }
+    return sign | (uint8_t)(((E + 7) << 3) | m);
+}
+
+static void init_tables(void) {
+    if (__atomic_load_n(&g_tables_ready, __ATOMIC_ACQUIRE)) return;
+    for (int i = 0; i < 256; i++) g_e4m3[i] = ni_e4m3_to_f32((uint8_t)i);
+    __atomic_store_n(&g_tables_ready, 1, __ATOMIC_RELEASE);
+}
+
+static int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+int ni_weight_init(ni_weight *w, int fmt, int64_t n, int64_t k, const void *data, int64_t bytes) {
+    init_tables();
+    memset(w, 0, sizeof(*w));
+    w->fmt = fmt;
+    w->n = n;
+    w->k = k;
+    w->data = (const uint8_t *)data;
+    if (n <= 0 || k <= 0) return -1;
+    switch (fmt) {
+    case NI_W_F32: w->bytes = n * k * 4; break;
+    case NI_W_BF16: w->bytes = n * k * 2; break;
+    case NI_W_Q4:
+    case NI_W_Q5:
+    case NI_W_Q6:
+    case NI_W_Q8: {
+        int bits = fmt == NI_W_Q4 ? 4 : fmt == NI_W_Q5 ? 5 : fmt == NI_W_Q6 ? 6 : 8;
+        w->bits = bits;
+        w->group = bits == 8 ? 32 : 64;
+        w->base_bytes = 32;
+        w->high_bytes = bits == 5 ? 8 : bits == 6 ? 16 : 0;
+        w->kpad = align_up(k, 128);
+        w->gpr = w->kpad / w->group;
+        int64_t groups = n * w->gpr;
+        w->high_off = align_up(groups * w->base_bytes, 256);
+        w->scale_off = w->high_off + align_up(groups * w->high_bytes, 256);
+        w->bytes = w->scale_off + groups * 2;
+        break;
+    }
+    case NI_W_NVFP4: {
+        if (n % 128 || k % 64) return -1;
+        w->scale_off = align_up(n * k / 2, 256);
+        w->div_off = w->scale_off + n * (k / 16);
+        w->bytes = w->div_off + 4;
+        if (bytes == w->bytes && data) {
+            float d;
+            memcpy(&d, w->data + w->div_off, 4);
+            if (!(d > 0) || isinf(d)) return -1;
+            w->inv_div = 1.0f / d;
+        }
+        break;
+    }
+    case NI_W_FP8ROW:
+        w->scale_off = align_up(n * k, 256);
+        w->bytes = w->scale_off + 2 * n;
+        break;
+    default: return -1;
+    }
+    return bytes == w->bytes ? 0 : -2;
+}
+
+/* Decodes cnt lanes of grouped-integer group gi (scale · signed code). */
+static void decode_group_int(int isa, const ni_weight *w, int64_t gi, int cnt, float *out) {
+    const uint8_t *sp = w->data + w->scale_off + 2 * gi;
+    float s = ni_f16_to_f32((uint16_t)(sp[0] | (sp[1] << 8)));
+    const uint8_t *base = w->data + gi * w->base_bytes;
+    const uint8_t *high = w->data + w->high_off + gi * w->high_bytes;
+    if (isa == NI_ISA_AVX2 && cnt == w->group) {
+        ni_dec_group_avx2((int)w->bits, base, high, s, out);
+        return;
+    }
+    switch (w->bits) {
+    case 8:
+        for (int i = 0; i < cnt; i++) out[i] = s * (float)(int8_t)base[i];
+        break;
+    case 4:
+        for (int i = 0; i < cnt; i++) {
+            int u = (base[i >> 1] >> ((i & 1) * 4)) & 15;
+            out[i] = s * (float)((u ^ 8) - 8);
+        }
+        break;
+    case 5:
+        for (int i = 0; i < cnt; i++) {
+            int u = ((base[i >> 1] >> ((i & 1) * 4)) & 15) | (((high[i >> 3] >> (i & 7)) & 1) << 4);
+            out[i] = s * (float)((u ^ 16) - 16);
+        }
+        break;
+    case 6:
+        for (int i = 0; i < cnt; i++) {
+            int u = ((base[i >> 1] >> ((i & 1) * 4)) & 15) | (((high[i >> 2] >> ((i & 3) * 2)) & 3) << 4);
+            out[i] = s * (float)((u ^ 32) - 32);
+        }
+        break;
+    }
+}
+
+static void decode_row_isa(int isa, const ni_weight *w, int64_t r, float *out);
+
+void ni_weight_decode_row(const ni_weight *w, int64_t r, float *out) { decode_row_isa(NI_ISA_SCALAR, w, r, out); }
+
+static void decode_row_isa(int isa, const ni_weight *w, int64_t r, float *out) {
+    int64_t k = w->k;
+    switch (w->fmt) {
+    case NI_W_F32: memcpy(out, w->data + r * k * 4, (size_t)k * 4); break;
+    case NI_W_BF16: ni_bf16_to_f32_row(isa, (const uint16_t *)(w->data + r * k * 2), out, k); break;
+    case NI_W_Q4:
+    case NI_W_Q5:
+    case NI_W_Q6:
+    case NI_W_Q8:
+        for (int64_t g = 0; g < w->gpr; g++) {
+            int64_t c0 = g * w->group;
+            if (c0 >= k) break;
+            int cnt = (int)(k - c0 < w->group ? k - c0 : w->group);
+            decode_group_int(isa, w, r * w->gpr + g, cnt, out + c0);
+        }
+        break;
+    case NI_W_NVFP4: {
+        const uint8_t *codes = w->data + r * (k / 2);
+        int64_t rt = r / 128, ri = r % 128, kt = k / 64;
+        const uint8_t *sc = w->data + w->scale_off + rt * kt * 512 + (ri % 32) * 16 + (ri / 32) * 4;
+        for (int64_t g = 0; g < k / 16; g++) {
+            float s = g_e4m3[sc[(g / 4) * 512 + g % 4]] * w->inv_div;
+            for (int i = 0; i < 16; i += 2) {
+                uint8_t b = codes[(g * 16 + i) >> 1];
+                out[g * 16 + i] = g_e2m1[b & 15] * s;
+                out[g * 16 + i + 1] = g_e2m1[b >> 4] * s;
+            }
+        }
+        break;
+    }
+    case NI_W_FP8ROW: {
+        const uint8_t *codes = w->data + r * k;
+        const uint8_t *sp = w->data + w->scale_off + 2 * r;
+        float s = ni_bf16((uint16_t)(sp[0] | (sp[1] << 8)));
+        for (int64_t i = 0; i < k; i++) out[i] = g_e4m3[codes[i]] * s;
+        break;
+    }
+    }
+}
+
+/* ---- embedding ---- */
+
+typedef struct {
+    const ni_weight *w;
+    const int32_t *ids;
+    ni_rows out;
+    int bad, isa;
+} embed_args;
+
+static void embed_task(void *a_, int t, int tid) {
+    (void)tid;
+    embed_args *a = (embed_args *)a_;
+    float *o = ni_row(a->out, t, 0);
+    int32_t id = a->ids[t];
+    if (id < 0 || id >= a->w->n) {
+        memset(o, 0, (size_t)a->w->k * 4);
+        __atomic_fetch_add(&a->bad, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    decode_row_isa(a->isa, a->w, id, o);
+}
+
+int ni_embed(ni_ctx *c, const ni_weight *w, const int32_t *ids, ni_rows out) {
+    embed_args a = {w, ids, out, 0, c->isa};
+    ni_parallel(c, out.t, embed_task, &a, (int64_t)out.t * w->k);
+    return a.bad;
+}
+
+/* ---- matmul ---- */
+
+#define MM_TILE 8        /* rows per task granule */
+#define MM_TILE_LARGE 32 /* max decoded rows reused across all T in the large-T regime */
+
+typedef struct {
+    ni_ctx *c;
+    const ni_weight *w;
+    ni_rows x, y;
+    int acc, rows_per_task;
+} mm_args;
+
+static inline void mm_store(const mm_args *a, int64_t t, int64_t n, float v) {
+    float *p = a->y.p + t * a->y.ld + n;
+    *p = a->acc ? *p + v : v;
+}
+
+/* Returns a pointer to row n as fp32: the weight memory itself for fp32,
+ * else the row decoded into buf. */
+static inline const float *mm_row(const mm_args *a, int64_t n, float *buf) {
+    const ni_weight *w = a->w;
+    if (w->fmt == NI_W_F32) return (const float *)(w->data + n * w->k * 4);
+    if (w->fmt == NI_W_BF16) {
+        ni_bf16_to_f32_row(a->c->isa, (const uint16_t *)(w->data + n * w->k * 2), buf, w->k);
+        return buf;
+    }
+    decode_row_isa(a->c->isa, w, n, buf);
+    return buf;
+}
+
+static void mm_task(void *a_, int task, int tid) {
+    mm_args *a = (mm_args *)a_;
+    const ni_weight *w = a->w;
+    int isa = a->c->isa;
+    int64_t K = w->k, T = a->x.t;
+    int64_t n0 = (int64_t)task * a->rows_per_task, n1 = n0 + a->rows_per_task;
+    if (n1 > w->n) n1 = w->n;
+    if (T == 1) { /* GEMV: stream each row once */
+        const float *x = a->x.p;
+        float *buf = ni_tmp(a->c, tid, K);
+        for (int64_t n = n0; n < n1; n++) {
+            float v;
+            if (w->fmt == NI_W_F32) v = ni_dot(isa, (const float *)(w->data + n * K * 4), x, K);
+            else if (w->fmt == NI_W_BF16) v = ni_dot_bf16(isa, (const uint16_t *)(w->data + n * K * 2), x, K);
+            else if (isa == NI_ISA_AVX2 && w->bits) { /* fused decode + dot over whole groups */
+                int64_t full = K / w->group, gi = n * w->gpr;
+                v = ni_dot_groups_avx2((int)w->bits, w->data + gi * w->base_bytes,
+                                       w->data + w->high_off + gi * w->high_bytes, w->data + w->scale_off + 2 * gi, full, x);
+                if (full * w->group < K) {
+                    int cnt = (int)(K - full * w->group);
+                    decode_group_int(isa, w, gi + full, cnt, buf);
+                    v += ni_dot(isa, buf, x + full * w->group, cnt);
+                }
+            } else {
+                decode_row_isa(isa, w, n, buf);
+                v = ni_dot(isa, buf, x, K);
+            }
+            mm_store(a, 0, n, v);
+        }
+        return;
+    }
+    if (T <= NI_SMALL_T) { /* small T: decode a row once, reuse it over T */
+        float *buf = ni_tmp(a->c, tid, K);
+        for (int64_t n = n0; n < n1; n++) {
+            const float *wr = mm_row(a, n, buf);
+            for (int64_t t = 0; t < T; t++) mm_store(a, t, n, ni_dot(isa, wr, a->x.p + t * a->x.ld, K));
+        }
+        return;
+    }
+    /* large T: decode a tile of MM_TILE_LARGE rows once, sweep all tokens
+     * over it in blocks of 4 (one weight load feeds 4 FMAs) */
+    int64_t rt = 65536 / K; /* keep the decoded tile ≤ 256 KiB (L2) */
+    if (rt < 4) rt = 4;
+    if (rt > MM_TILE_LARGE) rt = MM_TILE_LARGE;
+    float *buf = ni_tmp(a->c, tid, K * rt);
+    const float *rows[MM_TILE_LARGE];
+    for (int64_t nb = n0; nb < n1; nb += rt) {
+        int nr = (int)(n1 - nb < rt ? n1 - nb : rt);
+        for (int r = 0; r < nr; r++) rows[r] = mm_row(a, nb + r, buf + r * K);
+        int64_t t = 0;
+        float out4[4];
+        for (; t + 4 <= T; t += 4) {
+            const float *xt = a->x.p + t * a->x.ld;
+            for (int r = 0; r < nr; r++) {
+                ni_dot4(isa, rows[r], xt, a->x.ld, K, out4);
+                for (int j = 0; j < 4; j++) mm_store(a, t + j, nb + r, out4[j]);
+            }
+        }
+        for (; t < T; t++)
+            for (int r = 0; r < nr; r++) mm_store(a, t, nb + r, ni_dot(isa, rows[r], a->x.p + t * a->x.ld, K));
+    }
+}
+
+void ni_matmul(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accumulate) {
+    int64_t per = (w->n + (int64_t)c->threads * 8 - 1) / ((int64_t)c->threads * 8);
+    per = (per + MM_TILE - 1) / MM_TILE * MM_TILE;
+    if (per < MM_TILE) per = MM_TILE;
+    mm_args a = {c, w, x, y, accumulate, (int)per};
+    ni_parallel(c, (int)((w->n + per - 1) / per), mm_task, &a, w->n * w->k * (int64_t)x.t);
+}

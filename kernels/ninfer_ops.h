@@ -1,0 +1,204 @@
+/*
+ * ninfer_ops.h — the contract of every ninfer compute op.
+ *
+ * Each op is documented with its formula. All activations are fp32 and are
+ * described by ni_rows: element (t, h, d) lives at p[t*ld + h*hs + d].
+ * Accumulation is fp32 throughout. Every backend (CPU now, CUDA later)
+ * implements exactly these formulas; the Go package pkg/backend is the only
+ * caller. Control values (positions, token ids, state slot indices) are
+ * passed as pointers into backend buffers so that a decode step can be
+ * captured as one graph and replayed with new control values.
+ *
+ * Notation: T tokens, H heads, D per-head width, N output rows, K reduction.
+ * silu(x) = x / (1 + e^-x), sigmoid(x) = 1 / (1 + e^-x),
+ * softplus(x) = log(1 + e^x) (x for x > 20).
+ */
+#ifndef NINFER_OPS_H
+#define NINFER_OPS_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- execution context ------------------------------------------------ */
+
+enum { NI_ISA_SCALAR = 0, NI_ISA_AVX2 = 1 };
+
+typedef struct ni_ctx ni_ctx;
+
+/* Creates a context with a persistent pool of `threads` workers (≥ 1,
+ * including the caller) running instruction set `isa`. Returns NULL on
+ * failure. */
+ni_ctx *ni_ctx_new(int threads, int isa);
+void ni_ctx_free(ni_ctx *c);
+/* Ops whose estimated work is below `work` element-operations run on the
+ * calling thread only (default NI_SERIAL_WORK; 0 = always use the pool). */
+void ni_ctx_set_serial_work(ni_ctx *c, int64_t work);
+/* Best instruction set this CPU supports (runtime dispatch). */
+int ni_cpu_best_isa(void);
+/* Bytes of per-thread scratch the context holds (grows on first use of a
+ * shape, stable afterwards). */
+int64_t ni_ctx_scratch_bytes(const ni_ctx *c);
+
+/* ---- tensors ------------------------------------------------------------ */
+
+typedef struct {
+    float *p;
+    int32_t t, h, d; /* tokens, heads, per-head width */
+    int64_t ld, hs;  /* element strides between tokens and between heads */
+} ni_rows;
+
+/* Weight formats (pkg/format): */
+enum {
+    NI_W_F32 = 0,   /* fp32 contiguous [N,K] */
+    NI_W_BF16 = 1,  /* bf16 contiguous [N,K] */
+    NI_W_Q4 = 2,    /* q4_g64_fp16  row_split_k128_v1: w = f16 scale · code, code ∈ [-8,7] */
+    NI_W_Q5 = 3,    /* q5_g64_fp16  code ∈ [-16,15], 5th bit in the high plane */
+    NI_W_Q6 = 4,    /* q6_g64_fp16  code ∈ [-32,31], bits 4..5 in the high plane */
+    NI_W_Q8 = 5,    /* q8_g32_fp16  int8 code ∈ [-127,127] */
+    NI_W_NVFP4 = 6, /* block_scale_k16_m128x4_v1: w = e2m1(c) · e4m3(s[n,k/16]) / d_w */
+    NI_W_FP8ROW = 7 /* row_scale_v1: w = e4m3(c) · bf16(s[n]) */
+};
+
+typedef struct {
+    int32_t fmt;
+    int64_t n, k;
+    const uint8_t *data;
+    /* geometry, filled by ni_weight_init */
+    int64_t bytes, kpad, gpr, group, base_bytes, high_bytes, bits;
+    int64_t high_off, scale_off, div_off;
+    float inv_div;
+} ni_weight;
+
+/* Fills the geometry of an [n,k] weight in format fmt at data. Returns 0, or
+ * -1 for a bad shape/format, or -2 when `bytes` differs from the exact
+ * encoded size. */
+int ni_weight_init(ni_weight *w, int fmt, int64_t n, int64_t k, const void *data, int64_t bytes);
+
+/* Decodes row r of w into out[0..k) (fp32). */
+void ni_weight_decode_row(const ni_weight *w, int64_t r, float *out);
+
+/* ---- ops ---------------------------------------------------------------- */
+
+/* Embedding gather: out[t, :] = decode(w row ids[t]) for t < out.t.
+ * Returns the number of out-of-range ids (their rows are zero-filled). */
+int ni_embed(ni_ctx *c, const ni_weight *w, const int32_t *ids, ni_rows out);
+
+/* Matmul Y[T,N] = X[T,K] · W[N,K]ᵀ (+ Y when accumulate), any weight format.
+ * x: t=T, h=1, d=K; y: t=T, h=1, d=N. Three regimes: T=1 GEMV, small T
+ * (≤ NI_SMALL_T, one decoded row reused across T), large T (decoded tile of
+ * rows × token blocks). */
+#define NI_SMALL_T 16
+void ni_matmul(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accumulate);
+
+/* RMSNorm per (t,h) over D: y = x · rsqrt(mean(x²) + eps) · (zero_centred ? 1 + w : w).
+ * x and y may alias. */
+void ni_rmsnorm(ni_ctx *c, ni_rows x, ni_rows y, const float *w, float eps, int zero_centred);
+
+/* Gated RMSNorm per (t,h) over D: y = w · (o · rsqrt(mean(o²) + eps)) · silu(z). */
+void ni_gated_rmsnorm(ni_ctx *c, ni_rows o, ni_rows z, ni_rows y, const float *w, float eps);
+
+/* L2 norm per (t,h) over D: y = x · rsqrt(Σx² + 1e-6) · scale. x, y may alias. */
+void ni_l2norm(ni_ctx *c, ni_rows x, ni_rows y, float scale);
+
+/* Partial NeoX RoPE in place on x[t,h,0..rot): for j < rot/2, with
+ * a = x_j, b = x_{j+rot/2}, φ = pos[t] · theta^(−2j/rot):
+ * x_j = a·cos φ − b·sin φ, x_{j+rot/2} = b·cos φ + a·sin φ. Dims ≥ rot pass. */
+void ni_rope(ni_ctx *c, ni_rows x, const int32_t *pos, int rot, double theta);
+
+/* y = x ⊙ sigmoid(g) (per (t,h,d)). */
+void ni_sigmoid_mul(ni_ctx *c, ni_rows x, ni_rows g, ni_rows y);
+
+/* SwiGLU: y = silu(g) ⊙ u. */
+void ni_swiglu(ni_ctx *c, ni_rows g, ni_rows u, ni_rows y);
+
+/* y = a + b. */
+void ni_add(ni_ctx *c, ni_rows a, ni_rows b, ni_rows y);
+
+/* out[t] = argmax_d x[t, 0, d]; the lowest index wins ties; NaN never wins. */
+void ni_argmax(ni_ctx *c, ni_rows x, int32_t *out);
+
+/* GDN gating per (t, j): beta = sigmoid(b[t,j]),
+ * g = −exp(a_log[j]) · softplus(a[t,j] + dt_bias[j]). a, b, g, beta: h = nv, d = 1. */
+void ni_gdn_gate(ni_ctx *c, ni_rows a, ni_rows b, const float *a_log, const float *dt_bias, ni_rows g,
+                 ni_rows beta);
+
+/* Causal depthwise conv1d (width kw) + SiLU per channel ch < x.d (h = 1):
+ *   y[t,ch] = silu(Σ_{i<kw} w[ch*kw + i] · in_{t−kw+1+i}[ch])
+ * where in_τ = x[τ,ch] for τ ≥ 0 and the conv window (last kw−1 pre-conv
+ * inputs, oldest first) for τ < 0. The window is read from
+ * state + slot_stride·(*in_slot) ([C, kw−1] fp32). When out_slot ≥ 0 the
+ * window after the last token is written to slot out_slot; when
+ * out_slot == NI_PER_TOKEN the window after token t goes to slot t.
+ * x and y may alias. */
+#define NI_PER_TOKEN (-1)
+void ni_conv1d_silu(ni_ctx *c, ni_rows x, ni_rows y, const float *w, int kw, float *state, int64_t slot_stride,
+                    const int32_t *in_slot, int out_slot);
+
+/* Gated delta rule, recurrent form, per v-head j < v.h with k-head
+ * kh = j / (v.h / k.h); q, k already L2-normalised (q also scaled by dk^-1/2).
+ * State S_j ∈ ℝ^{dk×dv} (row-major [dk][dv]) at state + slot_stride·slot + j·dk·dv:
+ *   S ← e^{g_t} S;  δ = β_t (v_t − Sᵀk_t);  S ← S + k_t δᵀ;  o_t = Sᵀ q_t.
+ * Initial state from slot *in_slot; output slots as ni_conv1d_silu. */
+void ni_gdn_recurrent(ni_ctx *c, ni_rows q, ni_rows k, ni_rows v, ni_rows g, ni_rows beta, float *state,
+                      int64_t slot_stride, const int32_t *in_slot, int out_slot, ni_rows o);
+
+/* Gated delta rule, chunked (WY/UT) form with chunk NI_GDN_CHUNK; same
+ * result as ni_gdn_recurrent up to rounding. Per chunk (Γ = cumsum g,
+ * D_ij = e^{Γi−Γj} for i ≥ j):
+ *   L = I + strictly_lower((diag(β)K Kᵀ) ⊙ D); U = L⁻¹ diag(β) V;
+ *   W = L⁻¹ (diag(β)K ⊙ e^Γ);  V' = U − W S;
+ *   O = (Q ⊙ e^Γ) S + ((Q Kᵀ) ⊙ D) V';  S ← e^{Γ_C} S + (K ⊙ e^{Γ_C − Γ})ᵀ V'.
+ * out_slot must be ≥ 0 (no per-token states in this form). */
+#define NI_GDN_CHUNK 64
+void ni_gdn_chunked(ni_ctx *c, ni_rows q, ni_rows k, ni_rows v, ni_rows g, ni_rows beta, float *state,
+                    int64_t slot_stride, const int32_t *in_slot, int out_slot, ni_rows o);
+
+/* ---- paged KV cache and attention ---------------------------------------- */
+
+enum {
+    NI_KV_BF16 = 0,   /* bf16 vectors */
+    NI_KV_I8G64 = 1,  /* int8 codes + one fp16 scale per 64 dims: s = f16(absmax/127), code = clamp(rne(x·(1/s)), ±127) */
+    NI_KV_FP8ROW = 2, /* e4m3 codes + one fp16 scale per head vector: s = f16(absmax/448), code = e4m3(x/s) */
+    NI_KV_F32 = 3     /* fp32 vectors (exact; reference and test runs) */
+};
+#define NI_KV_PAGE 64
+
+/* One layer's K and V planes. Vector (page, kv_head, off) of a plane lives at
+ * ((page·kvh + head)·64 + off) vector slots; scale planes likewise with
+ * hd/64 (int8) or 1 (fp8) fp16 scales per vector. Logical page p of the
+ * sequence maps to physical page block_table[p]. */
+typedef struct {
+    int32_t fmt, kvh, hd, pages; /* pages: physical pages in the planes */
+    uint8_t *k, *v;
+    uint16_t *ks, *vs;
+    const int32_t *block_table;
+    int32_t table_len;
+} ni_kv;
+
+/* Bytes of one vector slot in the code plane / scale plane. */
+int64_t ni_kv_vec_bytes(int fmt, int hd);
+int64_t ni_kv_scale_count(int fmt, int hd);
+
+/* Appends k[t], v[t] (t = kvh heads × hd) at position pos[t]. Returns the
+ * number of positions outside the block table (skipped). */
+int ni_kv_append(ni_ctx *c, ni_kv kv, ni_rows k, ni_rows v, const int32_t *pos);
+
+/* Causal GQA attention over the cache: query (t, h) uses kv head
+ * h / (q.h / kvh) and keys at positions 0..pos[t]:
+ *   out[t,h] = Σ_s softmax_s(scale · q[t,h]·K_s) V_s. */
+int ni_attention(ni_ctx *c, ni_rows q, ni_kv kv, const int32_t *pos, float scale, ni_rows out);
+
+/* ---- scalar conversions (exposed for tests) ------------------------------- */
+float ni_f16_to_f32(uint16_t h);
+uint16_t ni_f32_to_f16(float f);
+float ni_e4m3_to_f32(uint8_t b);
+uint8_t ni_f32_to_e4m3(float f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,149 @@
+package backend
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+type gdnCase struct {
+	T, nk, nv, dk, dv int
+	q, k, v, g, beta  []float32 // q, k L2-normalised (q scaled by dk^-1/2)
+}
+
+func newGDNCase(r *rand.Rand, T, nk, nv, dk, dv int) gdnCase {
+	c := gdnCase{T: T, nk: nk, nv: nv, dk: dk, dv: dv}
+	c.q, c.k, c.v = randn(r, T*nk*dk, 1), randn(r, T*nk*dk, 1), randn(r, T*nv*dv, 1)
+	for _, x := range []([]float32){c.q, c.k} {
+		for row := 0; row < T*nk; row++ {
+			ss := 0.0
+			for d := 0; d < dk; d++ {
+				ss += float64(x[row*dk+d]) * float64(x[row*dk+d])
+			}
+			for d := 0; d < dk; d++ {
+				x[row*dk+d] = float32(float64(x[row*dk+d]) / math.Sqrt(ss+1e-6))
+			}
+		}
+	}
+	for i := range c.q {
+		c.q[i] *= float32(1 / math.Sqrt(float64(dk)))
+	}
+	c.g, c.beta = make([]float32, T*nv), make([]float32, T*nv)
+	for i := range c.g {
+		c.g[i] = float32(-r.Float64() * 0.5)
+		c.beta[i] = float32(r.Float64())
+	}
+	return c
+}
+
+// ref runs the FP64 recurrent oracle from state s0 ([nv][dk][dv]); returns
+// outputs and the state after every token.
+func (c gdnCase) ref(s0 []float32) ([]float64, [][]float64) {
+	S := f64(s0)
+	o := make([]float64, c.T*c.nv*c.dv)
+	states := make([][]float64, c.T)
+	kv := make([]float64, c.dv)
+	for t := 0; t < c.T; t++ {
+		for j := 0; j < c.nv; j++ {
+			kh := j / (c.nv / c.nk)
+			Sj := S[j*c.dk*c.dv:][:c.dk*c.dv]
+			q, k := c.q[(t*c.nk+kh)*c.dk:][:c.dk], c.k[(t*c.nk+kh)*c.dk:][:c.dk]
+			v := c.v[(t*c.nv+j)*c.dv:][:c.dv]
+			dec, b := math.Exp(float64(c.g[t*c.nv+j])), float64(c.beta[t*c.nv+j])
+			for i := range Sj {
+				Sj[i] *= dec
+			}
+			for d := 0; d < c.dv; d++ {
+				s := 0.0
+				for i := 0; i < c.dk; i++ {
+					s += Sj[i*c.dv+d] * float64(k[i])
+				}
+				kv[d] = b * (float64(v[d]) - s)
+			}
+			for i := 0; i < c.dk; i++ {
+				for d := 0; d < c.dv; d++ {
+					Sj[i*c.dv+d] += float64(k[i]) * kv[d]
+				}
+			}
+			for d := 0; d < c.dv; d++ {
+				s := 0.0
+				for i := 0; i < c.dk; i++ {
+					s += Sj[i*c.dv+d] * float64(q[i])
+				}
+				o[(t*c.nv+j)*c.dv+d] = s
+			}
+		}
+		states[t] = append([]float64(nil), S...)
+	}
+	return o, states
+}
+
+func (c gdnCase) run(t *testing.T, b Backend, chunked bool, st []float32, slots, in, out int) ([]float32, []float32) {
+	t.Helper()
+	ssz := c.nv * c.dk * c.dv
+	sv := put(t, b, st)
+	ov := put(t, b, make([]float32, c.T*c.nv*c.dv))
+	ss := StateSlots{sv, slots, int64(4 * ssz)}
+	q := Heads(put(t, b, c.q), c.T, c.nk, c.dk)
+	k := Heads(put(t, b, c.k), c.T, c.nk, c.dk)
+	v := Heads(put(t, b, c.v), c.T, c.nv, c.dv)
+	g := Heads(put(t, b, c.g), c.T, c.nv, 1)
+	be := Heads(put(t, b, c.beta), c.T, c.nv, 1)
+	o := Heads(ov, c.T, c.nv, c.dv)
+	inV := putI32(t, b, []int32{int32(in)})
+	if chunked {
+		b.DeltaChunked(o, q, k, v, g, be, ss, inV, out)
+	} else {
+		b.DeltaRecurrent(o, q, k, v, g, be, ss, inV, out)
+	}
+	return get(t, b, ov, c.T*c.nv*c.dv), get(t, b, sv, slots*ssz)
+}
+
+func TestDeltaRecurrentPerTokenSlots(t *testing.T) {
+	r := seeded(t)
+	for _, b := range isas(t) {
+		for _, T := range []int{1, 4} {
+			c := newGDNCase(r, T, 2, 4, 16, 24)
+			ssz, slots, in := c.nv*c.dk*c.dv, 6, 5
+			st := make([]float32, slots*ssz)
+			for i := range st {
+				st[i] = 17 // sentinel for unwritten slots
+			}
+			copy(st[in*ssz:], randn(r, ssz, 0.3))
+			o, gs := c.run(t, b, false, st, slots, in, PerToken)
+			wo, wst := c.ref(st[in*ssz : (in+1)*ssz])
+			name := fmt.Sprintf("%s/T=%d", b.Name(), T)
+			check(t, name+"/o", o, wo, tolGDNState)
+			for s := 0; s < slots; s++ {
+				want := f64(st[s*ssz : (s+1)*ssz])
+				if s < T {
+					want = wst[s]
+				}
+				check(t, fmt.Sprintf("%s/slot%d", name, s), gs[s*ssz:(s+1)*ssz], want, tolGDNState)
+			}
+		}
+	}
+}
+
+func TestDeltaChunkedMatchesOracleAndRecurrent(t *testing.T) {
+	r := seeded(t)
+	for _, b := range isas(t) {
+		for _, T := range []int{1, 63, 64, 65, 130} {
+			c := newGDNCase(r, T, 2, 4, 16, 24)
+			ssz, slots, in, out := c.nv*c.dk*c.dv, 3, 1, 2
+			st := make([]float32, slots*ssz)
+			copy(st[in*ssz:], randn(r, ssz, 0.3))
+			copy(st[out*ssz:], randn(r, ssz, 5)) // overwritten
+			oc, sc := c.run(t, b, true, st, slots, in, out)
+			orr, sr := c.run(t, b, false, st, slots, in, out)
+			wo, wst := c.ref(st[in*ssz : (in+1)*ssz])
+			name := fmt.Sprintf("%s/T=%d", b.Name(), T)
+			check(t, name+"/chunked_o", oc, wo, tolGDNState)
+			check(t, name+"/chunked_state", sc[out*ssz:(out+1)*ssz], wst[T-1], tolGDNState)
+			check(t, name+"/slot0_untouched", sc[:ssz], f64(st[:ssz]), tolExact)
+			check(t, name+"/forms_agree_o", oc, f64(orr), tolFormsGDN)
+			check(t, name+"/forms_agree_state", sc, f64(sr), tolFormsGDN)
+		}
+	}
+}

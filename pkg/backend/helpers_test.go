@@ -1,0 +1,338 @@
+package backend
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/ninfer/ninfer/pkg/format"
+)
+
+// tol is a named tolerance preset: a result passes when every element has
+// |got−want| ≤ Atol + Rtol·|want|, or when all three tail caps hold (the
+// fraction of violating elements, the worst violation as a multiple of its
+// bound, and the relative L2 error). Non-finite values always fail.
+type tol struct {
+	Name              string
+	Atol, Rtol        float64
+	TailFrac, TailMax float64
+	RelL2             float64
+}
+
+// Presets (frozen; fix the kernel, not the tolerance).
+var (
+	tolExact     = tol{"exact", 0, 0, 0, 0, 0}
+	tolElem      = tol{"elementwise_fp32", 1e-5, 1e-5, 0, 0, 0}
+	tolLinear    = tol{"linear_fp32", 5e-5, 1e-4, 1e-3, 4, 1e-5}
+	tolGDNState  = tol{"gdn_state_fp32", 5e-4, 5e-3, 2e-3, 4, 5e-3}
+	tolGDNCtl    = tol{"gdn_control_fp32", 1e-6, 1e-5, 0, 0, 0}
+	tolAttnBF16  = tol{"attention_represented_kv", 1e-4, 1e-3, 1e-3, 4, 1e-4}
+	tolFormsGDN  = tol{"gdn_forms_agree", 2e-4, 2e-3, 1e-3, 4, 1e-3}
+	tolDecodeRow = tol{"decode_row", 0, 1e-6, 0, 0, 0}
+)
+
+func check(t *testing.T, what string, got []float32, want []float64, tl tol) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
+	}
+	var viol int
+	var worst, num, den float64
+	worstAt := -1
+	for i := range got {
+		g, w := float64(got[i]), want[i]
+		if math.IsNaN(g) || math.IsInf(g, 0) || math.IsNaN(w) || math.IsInf(w, 0) {
+			t.Fatalf("%s[%d]: non-finite value got %v want %v", what, i, g, w)
+		}
+		d := math.Abs(g - w)
+		bound := tl.Atol + tl.Rtol*math.Abs(w)
+		num += d * d
+		den += w * w
+		if d > bound {
+			viol++
+			r := math.Inf(1)
+			if bound > 0 {
+				r = d / bound
+			}
+			if r > worst {
+				worst, worstAt = r, i
+			}
+		}
+	}
+	if viol == 0 {
+		return
+	}
+	rel := math.Sqrt(num / math.Max(den, 1e-300))
+	frac := float64(viol) / float64(len(got))
+	if frac <= tl.TailFrac && worst <= tl.TailMax && rel <= tl.RelL2 {
+		return
+	}
+	t.Fatalf("%s (%s): %d/%d values out of tolerance (worst ×%.3g at %d: got %v want %v), rel-L2 %.3g",
+		what, tl.Name, viol, len(got), worst, worstAt, got[worstAt], want[worstAt], rel)
+}
+
+// seeded returns a fresh random source; the seed is logged so a failure can
+// be replayed with NINFER_TEST_SEED.
+func seeded(t *testing.T) *rand.Rand {
+	t.Helper()
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("NINFER_TEST_SEED"); s != "" {
+		seed, _ = strconv.ParseUint(s, 10, 64)
+	}
+	t.Logf("seed %d (NINFER_TEST_SEED)", seed)
+	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+}
+
+func randn(r *rand.Rand, n int, scale float64) []float32 {
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = float32(r.NormFloat64() * scale)
+	}
+	return out
+}
+
+func f64(x []float32) []float64 {
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = float64(v)
+	}
+	return out
+}
+
+// isas returns one backend per instruction set this machine can run, each
+// running every op on its 2-thread pool.
+func isas(t *testing.T) []*CPU {
+	t.Helper()
+	var out []*CPU
+	for _, isa := range []string{"scalar", "avx2"} {
+		b, err := NewCPU(CPUOptions{Threads: 2, ISA: isa, AlwaysParallel: true})
+		if err != nil {
+			t.Logf("skipping isa %s: %v", isa, err)
+			continue
+		}
+		t.Cleanup(func() { b.Close() })
+		out = append(out, b)
+	}
+	if len(out) == 0 {
+		t.Fatal("no backend")
+	}
+	return out
+}
+
+// put uploads float32 values into a fresh buffer and returns its view.
+func put(t *testing.T, b Backend, x []float32) View {
+	t.Helper()
+	buf, err := b.Alloc("test", int64(4*len(x)+4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.UploadF32(View{buf, 0}, x); err != nil {
+		t.Fatal(err)
+	}
+	return View{buf, 0}
+}
+
+func putI32(t *testing.T, b Backend, x []int32) View {
+	t.Helper()
+	buf, err := b.Alloc("test-i32", int64(4*len(x)+4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.UploadI32(View{buf, 0}, x); err != nil {
+		t.Fatal(err)
+	}
+	return View{buf, 0}
+}
+
+func get(t *testing.T, b Backend, v View, n int) []float32 {
+	t.Helper()
+	if err := b.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]float32, n)
+	if err := b.DownloadF32(out, v); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// ---- independent reference codecs (from docs/FORMAT.md byte layouts) ----
+
+func f16ToF64(h uint16) float64 {
+	e, m := int(h>>10)&31, float64(h&0x3ff)
+	var v float64
+	switch e {
+	case 0:
+		v = math.Ldexp(m, -24)
+	case 31:
+		v = math.Inf(1)
+	default:
+		v = math.Ldexp(1024+m, e-25)
+	}
+	if h&0x8000 != 0 {
+		return -v
+	}
+	return v
+}
+
+func e4m3ToF64(b uint8) float64 {
+	e, m := int(b>>3)&15, float64(b&7)
+	var v float64
+	if e == 0 {
+		v = math.Ldexp(m, -9)
+	} else {
+		v = math.Ldexp(8+m, e-10)
+	}
+	if b&0x80 != 0 {
+		return -v
+	}
+	return v
+}
+
+func bf16Bits(f float32) uint16 { // RNE
+	u := math.Float32bits(f)
+	u += 0x7fff + (u>>16)&1
+	return uint16(u >> 16)
+}
+
+func bf16ToF64(h uint16) float64 { return float64(math.Float32frombits(uint32(h) << 16)) }
+
+// packed is a weight encoded in some format plus its exact decoded values.
+type packed struct {
+	f     format.Format
+	n, k  int
+	bytes []byte
+	w     []float64 // [n*k] exact decoded weights
+}
+
+// randPacked builds a random [n,k] weight directly in the packed layout
+// (random codes and scales), so decoding is checked independently of any
+// encoder.
+func randPacked(r *rand.Rand, f format.Format, n, k int) packed {
+	p := packed{f: f, n: n, k: k, w: make([]float64, n*k)}
+	switch f {
+	case format.FP32:
+		p.bytes = make([]byte, 4*n*k)
+		for i := range p.w {
+			v := float32(r.NormFloat64() * 0.1)
+			binary.LittleEndian.PutUint32(p.bytes[4*i:], math.Float32bits(v))
+			p.w[i] = float64(v)
+		}
+	case format.BF16:
+		p.bytes = make([]byte, 2*n*k)
+		for i := range p.w {
+			h := bf16Bits(float32(r.NormFloat64() * 0.1))
+			binary.LittleEndian.PutUint16(p.bytes[2*i:], h)
+			p.w[i] = bf16ToF64(h)
+		}
+	case format.Q4G64, format.Q5G64, format.Q6G64, format.Q8G32:
+		gp, _ := f.Group()
+		g, err := format.RowSplitLayout(f, int64(n), int64(k))
+		if err != nil {
+			panic(err)
+		}
+		p.bytes = make([]byte, g.Bytes)
+		for row := 0; row < n; row++ {
+			for gi := 0; gi < int(g.GroupsPerRow); gi++ {
+				idx := int64(row)*g.GroupsPerRow + int64(gi)
+				c0 := gi * gp.Group
+				if c0 >= k {
+					continue // wholly padded group: scale 0, codes 0
+				}
+				s := uint16(0x2000 + r.IntN(0x1000)) // fp16 in [2^-7, 2^-6)
+				binary.LittleEndian.PutUint16(p.bytes[g.ScaleOff+2*idx:], s)
+				sv := f16ToF64(s)
+				for lane := 0; lane < gp.Group && c0+lane < k; lane++ {
+					q := r.IntN(2*gp.QMax+1) - gp.QMax
+					if gp.Bits < 8 && r.IntN(16) == 0 {
+						q = -gp.QMax - 1 // most negative code
+					}
+					u := q & (1<<gp.Bits - 1)
+					if gp.Bits == 8 {
+						p.bytes[idx*32+int64(lane)] = byte(int8(q))
+					} else {
+						p.bytes[idx*32+int64(lane/2)] |= byte(u&15) << (4 * (lane & 1))
+						hb := gp.Bits - 4
+						for b := 0; b < hb; b++ {
+							bit := lane*hb + b
+							p.bytes[g.HighOff+idx*int64(gp.HighBytes)+int64(bit/8)] |= byte((u>>(4+b))&1) << (bit % 8)
+						}
+					}
+					p.w[row*k+c0+lane] = sv * float64(q)
+				}
+			}
+		}
+	case format.NVFP4:
+		g, err := format.NVFP4Layout(int64(n), int64(k))
+		if err != nil {
+			panic(err)
+		}
+		p.bytes = make([]byte, g.Bytes)
+		div := float32(0.5 + r.Float64()*4)
+		binary.LittleEndian.PutUint32(p.bytes[g.DivisorOff:], math.Float32bits(div))
+		e2m1 := []float64{0, .5, 1, 1.5, 2, 3, 4, 6}
+		kt := k / 64
+		for row := 0; row < n; row++ {
+			for blk := 0; blk < k/16; blk++ {
+				sb := uint8(0x30 + r.IntN(0x20)) // e4m3 in [2^-1, 2^3)
+				rt, ri := row/128, row%128
+				off := (rt*kt+blk/4)*512 + (ri%32)*16 + (ri/32)*4 + blk%4
+				p.bytes[g.ScaleOff+int64(off)] = sb
+				for i := 0; i < 16; i++ {
+					col := blk*16 + i
+					c := uint8(r.IntN(16))
+					p.bytes[row*k/2+col/2] |= c << (4 * (col & 1))
+					v := e2m1[c&7]
+					if c&8 != 0 {
+						v = -v
+					}
+					p.w[row*k+col] = v * e4m3ToF64(sb) / float64(div)
+				}
+			}
+		}
+	case format.FP8Row:
+		g, err := format.FP8RowLayout(int64(n), int64(k))
+		if err != nil {
+			panic(err)
+		}
+		p.bytes = make([]byte, g.Bytes)
+		for row := 0; row < n; row++ {
+			s := bf16Bits(float32(0.001 + r.Float64()*0.01))
+			binary.LittleEndian.PutUint16(p.bytes[g.ScaleOff+int64(2*row):], s)
+			for col := 0; col < k; col++ {
+				c := uint8(r.IntN(256))
+				for c&0x7f == 0x7f {
+					c = uint8(r.IntN(256))
+				}
+				p.bytes[row*k+col] = c
+				p.w[row*k+col] = e4m3ToF64(c) * bf16ToF64(s)
+			}
+		}
+	default:
+		panic(fmt.Sprintf("randPacked: %s", f))
+	}
+	return p
+}
+
+func prep(t *testing.T, b Backend, p packed) *Weight {
+	t.Helper()
+	buf, err := b.Alloc("weight", int64(len(p.bytes)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Upload(View{buf, 0}, p.bytes); err != nil {
+		t.Fatal(err)
+	}
+	w, err := b.PrepareWeight(string(p.f), p.f, p.n, p.k, View{buf, 0}, int64(len(p.bytes)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+var allFormats = []format.Format{format.FP32, format.BF16, format.Q4G64, format.Q5G64, format.Q6G64, format.Q8G32, format.NVFP4, format.FP8Row}

@@ -1,0 +1,447 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/ninfer/ninfer/pkg/benchfmt"
+	"github.com/ninfer/ninfer/pkg/corpus"
+	"github.com/ninfer/ninfer/pkg/engine"
+	"github.com/ninfer/ninfer/pkg/loader"
+	"github.com/ninfer/ninfer/pkg/qwen35"
+	"github.com/ninfer/ninfer/pkg/spec"
+)
+
+// ErrInterrupted is returned by Run when its context was cancelled (Ctrl-C):
+// the run stopped after the rep in progress; every line produced before is
+// valid and has been handed to the sink.
+var ErrInterrupted = errors.New("interrupted")
+
+// Env holds the run's dependencies on the outside world; tests replace them
+// to make documents reproducible. Zero fields take the real ones.
+type Env struct {
+	Now          func() time.Time      // wall clock (default time.Now)
+	MemAvailable func() (int64, error) // host memory budget (default /proc/meminfo MemAvailable)
+	CPUName      func() string         // default: /proc/cpuinfo "model name"
+	RunID        string                // default benchfmt.NewRunID()
+	Command      string                // the document's command: argv joined by single spaces
+	// Progress receives the status line; it draws only on a terminal unless
+	// ForceProgress. nil = none.
+	Progress      io.Writer
+	ForceProgress bool
+}
+
+func (e Env) withDefaults() Env {
+	if e.Now == nil {
+		e.Now = time.Now
+	}
+	if e.MemAvailable == nil {
+		e.MemAvailable = MemAvailable
+	}
+	if e.CPUName == nil {
+		e.CPUName = CPUName
+	}
+	if e.RunID == "" {
+		e.RunID = benchfmt.NewRunID()
+	}
+	return e
+}
+
+// Result summarizes a finished (or interrupted) run.
+type Result struct {
+	RunID string
+	Tests []Test
+	// Notes describe where the memory plan (pkg/plan) and the engine's real
+	// arenas differ; the document reports the engine's arenas.
+	Notes []string
+}
+
+// ResolveCorpusPath returns path, or NINFER_SOURCE_DIR/path when path does
+// not exist and that variable is set (the reference's fallback).
+func ResolveCorpusPath(path string) string {
+	if _, err := os.Stat(path); err == nil || filepath.IsAbs(path) {
+		return path
+	}
+	if dir := os.Getenv("NINFER_SOURCE_DIR"); dir != "" {
+		if alt := filepath.Join(dir, path); fileExists(alt) {
+			return alt
+		}
+	}
+	return path
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// session is a loaded model ready to run reps: the artifact, the backend,
+// the engine (and MTP head), one sequence, and the run line describing them.
+type session struct {
+	cfg     qwen35.Config
+	eng     *engine.Engine
+	reps    *repRunner
+	run     *benchfmt.RunLine
+	notes   []string
+	closers []func()
+}
+
+func (s *session) close() {
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		s.closers[i]()
+	}
+}
+
+// open loads everything a run needs, in the reference's order: the weights
+// and corpus (with the corpus checks), the backend, max_context, the engine
+// (timed as upload), the sequence, and then the load and memory records.
+func open(p Params, env Env, tests []Test) (s *session, err error) {
+	s = &session{}
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
+	specOn := p.Spec == SpecMTP
+	loadStart := env.Now()
+	w, err := loader.OpenWeights(p.Weights)
+	if err != nil {
+		return s, fmt.Errorf("--weights %s: %w", p.Weights, err)
+	}
+	s.closers = append(s.closers, func() { w.Close() })
+	s.cfg = w.Config()
+
+	ids, err := corpus.ReadFile(ResolveCorpusPath(p.Corpus), s.cfg.VocabSize)
+	if err != nil {
+		return s, err
+	}
+	if err := CheckCorpus(tests, len(ids)); err != nil {
+		return s, err
+	}
+
+	be, beName, err := loader.NewBackend(p.Backend, p.Threads)
+	if err != nil {
+		return s, err
+	}
+	s.closers = append(s.closers, func() { be.Close() })
+	graph := beName == loader.BackendCUDA && !p.NoCUDAGraph
+
+	maxCtx, err := ResolveMaxContext(p.MaxCtx, RequiredContext(tests, p.Spec, p.DraftTokens, graph))
+	if err != nil {
+		return s, err
+	}
+
+	opts := engine.Options{MaxContext: maxCtx, PrefillChunk: p.PrefillChunk, KVDtype: p.KVDtype, Threads: be.Threads(), StateSlots: 1}
+	if specOn {
+		// A verify pass scores k+1 tokens, each with its own GDN state slot.
+		opts.StateSlots, opts.LogitsRows = p.DraftTokens+1, p.DraftTokens+1
+	}
+	uploadStart := env.Now()
+	if s.eng, err = engine.New(w, be, opts); err != nil {
+		return s, fmt.Errorf("%s: %w", p.Weights, err)
+	}
+	s.closers = append(s.closers, s.eng.Close)
+	var mtp *engine.MTP
+	if specOn {
+		if mtp, err = s.eng.LoadMTP(w, engine.MTPOptions{ProposalHead: p.LMHeadDraft}); err != nil {
+			return s, fmt.Errorf("%s: %w", p.Weights, err)
+		}
+		s.closers = append(s.closers, mtp.Close)
+	}
+	uploadEnd := env.Now()
+	afterWeights, err := env.MemAvailable()
+	if err != nil {
+		return s, err
+	}
+
+	s.reps = &repRunner{now: env.Now, corpus: ids}
+	var seqBytes int64
+	if specOn {
+		mseq, err := mtp.NewMTPSequence()
+		if err != nil {
+			return s, fmt.Errorf("%s: %w", p.Weights, err)
+		}
+		s.closers = append(s.closers, mseq.Close)
+		dec, err := spec.NewDecoder(mseq, mseq, spec.Options{K: p.DraftTokens, IgnoreEOS: true, Proposal: p.LMHeadDraft})
+		if err != nil {
+			return s, fmt.Errorf("%s: %w", p.Weights, err)
+		}
+		s.reps.mseq, s.reps.dec, seqBytes = mseq, dec, mseq.Bytes()
+	} else {
+		seq, err := s.eng.NewSequence()
+		if err != nil {
+			return s, fmt.Errorf("%s: %w", p.Weights, err)
+		}
+		s.closers = append(s.closers, seq.Close)
+		s.reps.seq, seqBytes = seq, seq.Bytes()
+	}
+	loadEnd := env.Now()
+	afterStartup, err := env.MemAvailable()
+	if err != nil {
+		return s, err
+	}
+
+	s.run, s.notes, err = runLine(p, env, w, engineArenas(s.eng, mtp, seqBytes), runFacts{
+		backend: beName, threads: be.Threads(), graph: graph, maxCtx: maxCtx, corpusTokens: len(ids),
+		loadSeconds: loadEnd.Sub(loadStart).Seconds(), uploadSeconds: uploadEnd.Sub(uploadStart).Seconds(),
+		afterWeights: afterWeights, afterStartup: afterStartup, isa: isaOf(be),
+	})
+	return s, err
+}
+
+// Run executes the benchmark described by p (already validated) and sends
+// the run line, one rep line per measured rep and one test_end line per
+// test to sink. Cancelling ctx stops the run after the current rep and
+// returns ErrInterrupted.
+func Run(ctx context.Context, p Params, env Env, sink Sink) (Result, error) {
+	env = env.withDefaults()
+	tests := ExpandTests(p.Prompts, p.Gens, p.Pairs)
+	res := Result{RunID: env.RunID, Tests: tests}
+	s, err := open(p, env, tests)
+	if err != nil {
+		return res, err
+	}
+	defer s.close()
+	res.Notes = s.notes
+	if err := sink.Run(s.run); err != nil {
+		return res, err
+	}
+	if prime := s.run.Config.DecodeGraphPrime; prime.Primed {
+		// The untimed, unreported decode-graph prime. Unreachable on the
+		// CPU backend, which has no graphs.
+		if _, _, err := s.reps.rep(newTest(benchfmt.KindTG, 0, int(prime.OutputTokens)-1)); err != nil {
+			return res, fmt.Errorf("decode graph prime: %w", err)
+		}
+	}
+	prog := newProgress(env.Progress, env.ForceProgress)
+	defer prog.done()
+	for ti, t := range tests {
+		if err := runTest(ctx, p, env, s, ti, t, sink, prog, len(tests)); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// runTest runs the warmups and measured reps of test ti and writes its rep
+// and test_end lines.
+func runTest(ctx context.Context, p Params, env Env, s *session, ti int, t Test, sink Sink, prog *progress, nTests int) error {
+	peaks, hasPeaks := any(s.eng).(interface {
+		ResetMemoryPeaks()
+		WorkspacePeakBytes() int64
+	})
+	if hasPeaks {
+		peaks.ResetMemoryPeaks()
+	}
+	var rates []float64
+	for i := 0; i < p.Warmup+p.Repetitions; i++ {
+		if ctx.Err() != nil {
+			return ErrInterrupted
+		}
+		warm := i < p.Warmup
+		if warm {
+			prog.show(ProgressLine(ti, nTests, t.Label, i, p.Warmup, true, rates))
+		} else {
+			prog.show(ProgressLine(ti, nTests, t.Label, i-p.Warmup, p.Repetitions, false, rates))
+		}
+		tm, sp, err := s.reps.rep(t)
+		if err != nil {
+			return fmt.Errorf("%s: %w", t.Label, err)
+		}
+		if warm {
+			continue
+		}
+		line := &benchfmt.RepLine{RunID: env.RunID, TestIndex: int64(ti), Label: t.Label, Kind: t.Kind,
+			NPrompt: int64(t.NPrompt), NGen: int64(t.NGen), RequestedOutputTokens: int64(t.RequestedOutputTokens()),
+			RepIndex: int64(i - p.Warmup), Rep: benchfmt.NewRep(t.Kind, int64(t.NGen), tm, sp)}
+		if err := sink.Rep(line); err != nil {
+			return err
+		}
+		if rate, ok := progressRate(t, tm); ok {
+			rates = append(rates, rate)
+		}
+	}
+	logical := workspacePeak(s.cfg, s.eng.Options(), t)
+	alloc := logical
+	if hasPeaks {
+		alloc = peaks.WorkspacePeakBytes()
+	}
+	if err := sink.TestEnd(&benchfmt.TestEndLine{RunID: env.RunID, TestIndex: int64(ti), Label: t.Label,
+		WorkspacePeakBytes: logical, WorkspaceAllocatorPeakBytes: alloc}); err != nil {
+		return err
+	}
+	prog.show(ProgressLine(ti, nTests, t.Label, p.Repetitions-1, p.Repetitions, false, rates))
+	return nil
+}
+
+func anyDecode(tests []Test) bool {
+	for _, t := range tests {
+		if t.HasDecode() {
+			return true
+		}
+	}
+	return false
+}
+
+func progressRate(t Test, tm benchfmt.Timings) (float64, bool) {
+	if t.Kind == benchfmt.KindPP {
+		return float64(t.NPrompt) / tm.PrefillSeconds, tm.PrefillSeconds > 0
+	}
+	return float64(t.NGen) / tm.DecodeSeconds, tm.DecodeSeconds > 0
+}
+
+// workspacePeak is the logical peak of the target's workspace in a test:
+// the engine's dry run (engine.WorkspaceBytes) of its largest step, the
+// first prefill chunk or a decode step (one token, or a verify pass of
+// StateSlots = k+1 tokens with speculation).
+func workspacePeak(c qwen35.Config, o engine.Options, t Test) int64 {
+	peak := engine.WorkspaceBytes(c, min(o.PrefillChunk, t.PromptTokens()), o.LogitsRows)
+	if t.HasDecode() {
+		peak = max(peak, engine.WorkspaceBytes(c, max(1, o.StateSlots), o.LogitsRows))
+	}
+	return peak
+}
+
+// arenas are the engine's real allocations, as reported in memory.
+type arenas struct {
+	weights, workspace, sequence int64
+}
+
+// engineArenas sums the target's and the MTP head's arenas: weights (text +
+// MTP weights), workspace (target + MTP step workspaces) and the sequence
+// (target sequence + MTP KV cache).
+func engineArenas(eng *engine.Engine, mtp *engine.MTP, seqBytes int64) arenas {
+	a := eng.Arenas()
+	out := arenas{weights: a["weights"], workspace: a["workspace"], sequence: seqBytes}
+	if mtp != nil {
+		m := mtp.Arenas()
+		out.weights += m["mtp.weights"]
+		out.workspace += m["mtp.workspace"]
+	}
+	return out
+}
+
+func isaOf(be any) string {
+	if x, ok := be.(interface{ ISA() string }); ok {
+		return x.ISA()
+	}
+	return ""
+}
+
+// repRunner runs single reps on one sequence: plain greedy decoding on seq,
+// or MTP speculative decoding with dec on mseq.
+type repRunner struct {
+	now    func() time.Time
+	corpus []int32
+	prompt []int32
+	seq    *engine.Sequence
+	mseq   *engine.MTPSequence
+	dec    *spec.Decoder
+}
+
+// rep runs one repetition of t on a fresh (reset, untimed) sequence: the
+// prompt prepared from the corpus (timed as prepare), then generation of
+// exactly requested_output_tokens with no stop tokens. total = prepare +
+// the wall time from the start of prefill to the last token.
+func (r *repRunner) rep(t Test) (benchfmt.Timings, benchfmt.Spec, error) {
+	if r.dec != nil {
+		return r.specRep(t)
+	}
+	if err := r.seq.Reset(); err != nil {
+		return benchfmt.Timings{}, benchfmt.Spec{}, err
+	}
+	t0 := r.now()
+	r.prompt = append(r.prompt[:0], r.corpus[:t.PromptTokens()]...)
+	t1 := r.now()
+	// prefill = the prompt's prefill plus the greedy first token.
+	logits, err := r.seq.Prefill(r.prompt, false)
+	if err != nil {
+		return benchfmt.Timings{}, benchfmt.Spec{}, err
+	}
+	tok := argmax(logits)
+	t2 := r.now()
+	produced := 1
+	// decode = Σ over the G steps of one engine step plus the greedy argmax.
+	var decode time.Duration
+	if t.HasDecode() {
+		for i := 0; i < t.NGen; i++ {
+			a := r.now()
+			logits, err := r.seq.Decode(tok)
+			if err != nil {
+				return benchfmt.Timings{}, benchfmt.Spec{}, fmt.Errorf("decode step %d: %w", i, err)
+			}
+			tok = argmax(logits)
+			decode += r.now().Sub(a)
+			produced++
+		}
+	}
+	t3 := r.now()
+	if want := t.RequestedOutputTokens(); produced != want {
+		return benchfmt.Timings{}, benchfmt.Spec{}, fmt.Errorf("generated %d output tokens, requested %d", produced, want)
+	}
+	prepare := t1.Sub(t0)
+	return benchfmt.Timings{
+		PrepareSeconds: prepare.Seconds(),
+		PrefillSeconds: t2.Sub(t1).Seconds(),
+		DecodeSeconds:  decode.Seconds(),
+		TotalSeconds:   (prepare + t3.Sub(t1)).Seconds(),
+	}, benchfmt.SpecNone(), nil
+}
+
+// specRep runs one rep with the speculative decoder. prefill and decode are
+// the decoder's own split (spec.Timing: prefill = target and MTP prefill,
+// the first token and the first drafts; decode = every round and fallback
+// step after that, host bookkeeping included).
+func (r *repRunner) specRep(t Test) (benchfmt.Timings, benchfmt.Spec, error) {
+	if err := r.mseq.Reset(); err != nil {
+		return benchfmt.Timings{}, benchfmt.Spec{}, err
+	}
+	t0 := r.now()
+	r.prompt = append(r.prompt[:0], r.corpus[:t.PromptTokens()]...)
+	t1 := r.now()
+	want := t.RequestedOutputTokens()
+	out, st, err := r.dec.Generate(r.prompt, want, nil)
+	if err != nil {
+		return benchfmt.Timings{}, benchfmt.Spec{}, err
+	}
+	t3 := r.now()
+	if len(out) != want {
+		return benchfmt.Timings{}, benchfmt.Spec{}, fmt.Errorf("generated %d output tokens, requested %d", len(out), want)
+	}
+	if err := st.Check(); err != nil {
+		return benchfmt.Timings{}, benchfmt.Spec{}, err
+	}
+	tm := r.dec.Timing()
+	prepare := t1.Sub(t0)
+	sp := benchfmt.Spec{Backend: st.Backend, Enabled: st.Enabled, DraftWindow: int64(st.DraftWindow), Rounds: int64(st.Rounds),
+		DraftedTokens: int64(st.DraftedTokens), AcceptedTokens: int64(st.AcceptedTokens), FallbackSteps: int64(st.FallbackSteps),
+		AcceptedPerPosition: make([]int64, len(st.AcceptedPerPosition))}
+	for i, v := range st.AcceptedPerPosition {
+		sp.AcceptedPerPosition[i] = int64(v)
+	}
+	if t.HasDecode() && sp.Rounds+sp.AcceptedTokens+sp.FallbackSteps != int64(t.NGen) {
+		return benchfmt.Timings{}, benchfmt.Spec{}, fmt.Errorf("speculative decoder committed %d decode tokens (rounds %d + accepted %d + fallback %d), want %d",
+			sp.Rounds+sp.AcceptedTokens+sp.FallbackSteps, sp.Rounds, sp.AcceptedTokens, sp.FallbackSteps, t.NGen)
+	}
+	return benchfmt.Timings{
+		PrepareSeconds: prepare.Seconds(),
+		PrefillSeconds: tm.Prefill.Seconds(),
+		DecodeSeconds:  tm.Decode.Seconds(),
+		TotalSeconds:   (prepare + t3.Sub(t1)).Seconds(),
+	}, sp, nil
+}
+
+// argmax is greedy sampling on the host: the first index of the largest
+// logit (NaN never wins).
+func argmax(x []float32) int32 {
+	best, bi := float32(math.Inf(-1)), 0
+	for i, v := range x {
+		if v > best {
+			best, bi = v, i
+		}
+	}
+	return int32(bi)
+}

@@ -1,0 +1,164 @@
+package bench
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ninfer/ninfer/pkg/benchfmt"
+	"github.com/ninfer/ninfer/pkg/loader"
+	"github.com/ninfer/ninfer/pkg/plan"
+	"github.com/ninfer/ninfer/pkg/qwen35"
+)
+
+// runFacts are the measured inputs of the run line.
+type runFacts struct {
+	backend       string
+	threads       int
+	isa           string
+	graph         bool
+	maxCtx        int
+	corpusTokens  int
+	loadSeconds   float64 // open + engine construction + sequence allocation
+	uploadSeconds float64 // engine.New: weights bound into the backend arena
+	afterWeights  int64   // memory available after the weights (A)
+	afterStartup  int64   // memory available after the sequence arena
+}
+
+// runLine builds the run line: environment, artifact, load, memory (the
+// plan of pkg/plan with the engine's real arenas) and config. It also
+// returns notes on where the plan and the engine differ.
+func runLine(p Params, env Env, w *loader.Weights, real arenas, f runFacts) (*benchfmt.RunLine, []string, error) {
+	af := w.File()
+	cfg := w.Config()
+
+	e := benchfmt.Environment{DeviceID: benchfmt.Ptr(int64(p.Device)), Backend: benchfmt.Ptr(f.backend),
+		Threads: benchfmt.Ptr(int64(f.threads))}
+	if name := env.CPUName(); name != "" {
+		e.CPUName = &name
+	}
+	if f.isa != "" {
+		e.Extra = append(e.Extra, benchfmt.RawField{Key: "isa", JSON: benchfmt.QuoteString(f.isa)})
+	}
+
+	sig, err := af.PrefillSignature()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: prefill signature: %w", p.Weights, err)
+	}
+	// The objects the engine binds are the plan's device objects: the text
+	// model, plus the MTP head with --spec mtp and the proposal head with
+	// --lm-head-draft.
+	objs := make([]plan.Object, len(af.Objects))
+	for i := range af.Objects {
+		o := &af.Objects[i]
+		objs[i] = plan.Object{ID: o.ID, Component: o.Component, Bytes: o.Bytes, Host: !o.IsTensor()}
+	}
+	dev, err := plan.SelectDevice(objs, planSpec(p.Spec), p.LMHeadDraft)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", p.Weights, err)
+	}
+	var read int64
+	for _, o := range dev {
+		read += o.Bytes
+	}
+	device := int64(len(dev))
+	load := benchfmt.Load{
+		Architecture: af.Architecture, Name: af.Name, Formats: af.Formats(), PrefillSignature: sig,
+		LoadSeconds: f.loadSeconds, UploadSeconds: f.uploadSeconds,
+		ArtifactBytesRead: read, HostToDeviceBytes: real.weights, PeakStagingBytes: 0,
+		DeviceObjectCount: device, HostObjectCount: int64(len(af.ResourceObjects())),
+	}
+	if load.Formats == nil {
+		load.Formats = []string{}
+	}
+
+	mem, notes, err := memory(p, cfg, objs, f, real)
+	if err != nil {
+		return nil, nil, err
+	}
+
+	prime := benchfmt.GraphPrime{}
+	if f.graph && anyDecode(ExpandTests(p.Prompts, p.Gens, p.Pairs)) {
+		prime = benchfmt.GraphPrime{Primed: true, OutputTokens: int64(PrimeOutputs(p.Spec, p.DraftTokens))}
+	}
+	head := "full"
+	if p.LMHeadDraft {
+		head = "optimized"
+	}
+	config := benchfmt.Config{
+		MaxContext: int64(f.maxCtx), PrefillChunk: int64(p.PrefillChunk), KVCache: plan.KVDtype(p.KVDtype).CacheName(),
+		SpeculativeBackend: p.Spec, DraftTokens: int64(p.DraftTokens), ProposalHead: head,
+		UseCUDAGraph: f.graph, DecodePath: DecodePath(p.Spec, f.graph), DecodeGraphPrime: prime,
+		Repetitions: int64(p.Repetitions), Warmup: int64(p.Warmup), CorpusPath: p.Corpus, CorpusTokens: int64(f.corpusTokens),
+	}
+	return &benchfmt.RunLine{
+		RunID: env.RunID, SchemaVersion: benchfmt.SchemaVersion, Command: env.Command, Environment: e,
+		Artifact: benchfmt.Artifact{Path: p.Weights, FileSizeBytes: af.Size},
+		Load:     load, Memory: mem, Config: config,
+	}, notes, nil
+}
+
+// memory is the memory object: pkg/plan's plan with the engine's options
+// (explicit KV capacity = max context, the CPU backend, A = MemAvailable
+// after the weights were bound), then the weights, sequence and workspace
+// arenas replaced by the engine's real allocations.
+func memory(p Params, cfg qwen35.Config, objs []plan.Object, f runFacts, real arenas) (benchfmt.Memory, []string, error) {
+	be := plan.BackendCPU
+	if f.backend == loader.BackendCUDA {
+		be = plan.BackendCUDA
+	}
+	pl, err := plan.New(cfg, objs, plan.Options{
+		MaxContext: int64(f.maxCtx), KVCapacity: int64(f.maxCtx), KVDtype: plan.KVDtype(p.KVDtype),
+		PrefillChunk: int64(p.PrefillChunk), Spec: planSpec(p.Spec), DraftTokens: p.DraftTokens, LMHeadDraft: p.LMHeadDraft,
+		UseCUDAGraph: f.graph, Backend: be, Device: p.Device,
+		AvailableAfterWeightsBytes: f.afterWeights, AvailableAfterStartupBytes: f.afterStartup,
+	})
+	if err != nil {
+		return benchfmt.Memory{}, nil, fmt.Errorf("memory plan for %s: %w", p.Weights, err)
+	}
+	m := pl.Memory
+	out := benchfmt.Memory{
+		Device: int64(m.Device), MaxContext: m.MaxContext, KVCapacityMode: m.KVCapacityMode, KVCapacity: m.KVCapacity,
+		KVCapacityPageGroups: m.KVCapacityPageGroups, KVCapacityMaxPageGroups: m.KVCapacityMaxPageGroups, KVCache: m.KVCache,
+		Weights:                        arena(m.Weights),
+		Sequence:                       arena(m.Sequence),
+		Workspace:                      arena(m.Workspace),
+		MinimumRuntimeReservationBytes: m.MinimumRuntimeReservationBytes,
+		KVCapacityIncrementBytes:       m.KVCapacityIncrementBytes,
+		RuntimeReservationBytes:        m.RuntimeReservationBytes,
+		AvailableAfterWeightsBytes:     m.AvailableAfterWeightsBytes,
+		AvailableAfterStartupBytes:     m.AvailableAfterStartupBytes,
+		KVCapacityHeadroomBytes:        m.KVCapacityHeadroomBytes,
+		PlannedSlackBytes:              m.PlannedSlackBytes,
+		CUDAGraphAllowanceBytes:        m.CUDAGraphAllowanceBytes,
+		KVPayloadBytes:                 m.KVPayloadBytes,
+	}
+	var diffs []string
+	replace := func(name string, planned *benchfmt.Arena, got int64, used bool) {
+		if planned.CapacityBytes != got {
+			diffs = append(diffs, fmt.Sprintf("%s %d planned, %d allocated", name, planned.CapacityBytes, got))
+		}
+		*planned = benchfmt.Arena{CapacityBytes: got}
+		if used {
+			planned.UsedBytes, planned.PeakUsedBytes = got, got
+		}
+	}
+	replace("weights", &out.Weights, real.weights, true)
+	replace("sequence", &out.Sequence, real.sequence, true)
+	replace("workspace", &out.Workspace, real.workspace, false)
+	var notes []string
+	if len(diffs) > 0 {
+		notes = append(notes, "memory arenas are the engine's allocations; pkg/plan differs: "+strings.Join(diffs, "; "))
+	}
+	return out, notes, nil
+}
+
+func arena(a plan.ArenaUsage) benchfmt.Arena {
+	return benchfmt.Arena{CapacityBytes: a.CapacityBytes, UsedBytes: a.UsedBytes, PeakUsedBytes: a.PeakUsedBytes}
+}
+
+func planSpec(s string) plan.Spec {
+	if s == SpecMTP {
+		return plan.SpecMTP
+	}
+	return plan.SpecNone
+}

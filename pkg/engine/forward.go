@@ -1,0 +1,145 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/ninfer/ninfer/pkg/backend"
+)
+
+// stepper allocates workspace views for one step and remembers the first
+// allocation error.
+type stepper struct {
+	ws  *backend.Arena
+	err error
+}
+
+func (p *stepper) dense(t, cols int) backend.Tensor {
+	v, err := p.ws.Alloc(4 * int64(t) * int64(cols))
+	if err != nil && p.err == nil {
+		p.err = err
+	}
+	return backend.Dense(v, t, cols)
+}
+
+// step runs T tokens (s.hostIDs[:T]) at positions s.n.. through the model.
+// When dst is non-nil it receives the logits of rows [from, from+len(dst)/V).
+// outSlot is the GDN output slot (backend.PerToken for verify).
+func (s *Sequence) step(T, from int, dst []float32, outSlot int) error {
+	e, be, c := s.e, s.e.be, s.e.cfg
+	for i := 0; i < T; i++ {
+		s.hostPos[i] = int32(s.n + i)
+	}
+	if err := be.UploadI32(s.ids, s.hostIDs[:T]); err != nil {
+		return fmt.Errorf("engine: ids: %w", err)
+	}
+	if err := be.UploadI32(s.pos, s.hostPos[:T]); err != nil {
+		return fmt.Errorf("engine: positions: %w", err)
+	}
+	eps := float32(c.RMSNormEps)
+	e.ws.Reset()
+	p := stepper{ws: e.ws}
+	x, xn := p.dense(T, c.HiddenSize), p.dense(T, c.HiddenSize)
+	be.Embed(x, e.embed, s.ids)
+	for i := range e.layers {
+		ly := &e.layers[i]
+		be.RMSNorm(xn, x, ly.inNorm, eps, true)
+		m := e.ws.Mark()
+		if ly.full {
+			s.attention(&p, ly, x, xn, T)
+		} else {
+			s.gdn(&p, ly, x, xn, T, outSlot)
+		}
+		e.ws.Release(m)
+		be.RMSNorm(xn, x, ly.postNorm, eps, true)
+		g, u := p.dense(T, c.IntermediateSize), p.dense(T, c.IntermediateSize)
+		be.MatMul(g, xn, ly.gate, false)
+		be.MatMul(u, xn, ly.up, false)
+		be.SwiGLU(g, g, u)
+		be.MatMul(x, g, ly.down, true)
+		e.ws.Release(m)
+	}
+	if dst != nil {
+		V, LR := c.VocabSize, e.opts.LogitsRows
+		n := len(dst) / V
+		be.RMSNorm(xn.Rows(from, n), x.Rows(from, n), e.final, eps, true)
+		lg := p.dense(LR, V)
+		for r := 0; r < n; r += LR {
+			k := min(LR, n-r)
+			be.MatMul(lg.Rows(0, k), xn.Rows(from+r, k), e.head, false)
+			if err := be.Sync(); err != nil {
+				return fmt.Errorf("engine: step at position %d: %w", s.n, err)
+			}
+			if err := be.DownloadF32(dst[r*V:(r+k)*V], lg.View); err != nil {
+				return fmt.Errorf("engine: logits: %w", err)
+			}
+			s.lastRow = lg.Rows(k-1, 1)
+		}
+	}
+	if p.err != nil {
+		return fmt.Errorf("engine: workspace: %w", p.err)
+	}
+	if err := be.Sync(); err != nil {
+		return fmt.Errorf("engine: step at position %d: %w", s.n, err)
+	}
+	s.n += T
+	return nil
+}
+
+// attention is the gated full-attention mixer; it adds o_proj(...) into x.
+func (s *Sequence) attention(p *stepper, ly *layer, x, xn backend.Tensor, T int) {
+	be, c := s.e.be, s.e.cfg
+	nh, nkv, hd := c.NumAttentionHeads, c.NumKeyValueHeads, c.HeadDim
+	eps := float32(c.RMSNormEps)
+	qg := p.dense(T, 2*nh*hd)
+	q, k, v, att := p.dense(T, nh*hd), p.dense(T, nkv*hd), p.dense(T, nkv*hd), p.dense(T, nh*hd)
+	be.MatMul(qg, xn, ly.q, false)
+	be.MatMul(k, xn, ly.k, false)
+	be.MatMul(v, xn, ly.v, false)
+	qh := backend.Heads(q.View, T, nh, hd)
+	kh := backend.Heads(k.View, T, nkv, hd)
+	vh := backend.Heads(v.View, T, nkv, hd)
+	ah := backend.Heads(att.View, T, nh, hd)
+	// q_proj rows are head-interleaved [query(hd) | gate(hd)].
+	be.RMSNorm(qh, qg.Split(0, nh, hd, 2*hd), ly.qNorm, eps, true)
+	be.RMSNorm(kh, kh, ly.kNorm, eps, true)
+	be.RoPE(qh, s.pos, c.RotaryDim(), c.RopeTheta)
+	be.RoPE(kh, s.pos, c.RotaryDim(), c.RopeTheta)
+	kv := s.kv[ly.index]
+	be.KVAppend(kv, kh, vh, s.pos)
+	be.Attention(ah, qh, kv, s.pos, invSqrt(hd))
+	be.SigmoidMul(ah, ah, qg.Split(hd, nh, hd, 2*hd))
+	be.MatMul(x, att, ly.o, true)
+}
+
+// gdn is the Gated DeltaNet mixer; it adds out_proj(...) into x.
+func (s *Sequence) gdn(p *stepper, ly *layer, x, xn backend.Tensor, T, outSlot int) {
+	be, c := s.e.be, s.e.cfg
+	nk, nv, dk, dv := c.LinearNumKeyHeads, c.LinearNumValueHeads, c.LinearKeyHeadDim, c.LinearValueHeadDim
+	kd, vd, cd := c.KeyDim(), c.ValueDim(), c.ConvDim()
+	qkv, u, z := p.dense(T, cd), p.dense(T, cd), p.dense(T, vd)
+	a, b, g, beta := p.dense(T, nv), p.dense(T, nv), p.dense(T, nv), p.dense(T, nv)
+	o, on := p.dense(T, vd), p.dense(T, vd)
+	be.MatMul(qkv, xn, ly.qkv, false)
+	be.MatMul(z, xn, ly.z, false)
+	be.MatMul(a, xn, ly.a, false)
+	be.MatMul(b, xn, ly.b, false)
+	heads := func(t backend.Tensor) backend.Tensor { return backend.Heads(t.View, T, nv, 1) }
+	gh, bh := heads(g), heads(beta)
+	be.GDNGate(gh, bh, heads(a), heads(b), ly.aLog, ly.dtBias)
+	i := ly.index
+	be.Conv1DSiLU(u, qkv, ly.conv, c.LinearConvKernelDim, s.conv[i], s.inSlot, outSlot)
+	q := u.Split(0, nk, dk, dk)
+	k := u.Split(kd, nk, dk, dk)
+	v := u.Split(2*kd, nv, dv, dv)
+	be.L2Norm(q, q, invSqrt(dk))
+	be.L2Norm(k, k, 1)
+	oh := backend.Heads(o.View, T, nv, dv)
+	if T >= backend.DeltaChunk && outSlot != backend.PerToken {
+		be.DeltaChunked(oh, q, k, v, gh, bh, s.ssm[i], s.inSlot, outSlot)
+	} else {
+		be.DeltaRecurrent(oh, q, k, v, gh, bh, s.ssm[i], s.inSlot, outSlot)
+	}
+	onh := backend.Heads(on.View, T, nv, dv)
+	be.GatedRMSNorm(onh, oh, backend.Heads(z.View, T, nv, dv), ly.gdnNorm, float32(c.RMSNormEps))
+	be.MatMul(x, on, ly.out, true)
+}

@@ -1,0 +1,116 @@
+// Package loader opens a .ninfer artifact for the engine: it maps the file,
+// exposes its tensors through engine.Weights, picks a backend, and records
+// the load statistics of the schema-15 `load` object.
+package loader
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/ninfer/ninfer/pkg/artifact"
+	"github.com/ninfer/ninfer/pkg/backend"
+	"github.com/ninfer/ninfer/pkg/format"
+	"github.com/ninfer/ninfer/pkg/qwen35"
+)
+
+// Weights adapts a mapped artifact to engine.Weights.
+type Weights struct {
+	f   *artifact.File
+	cfg qwen35.Config
+}
+
+// OpenWeights maps the artifact at path and checks that it carries a v3
+// text config the engine can run.
+func OpenWeights(path string) (*Weights, error) {
+	f, err := artifact.OpenMapped(path)
+	if err != nil {
+		return nil, err
+	}
+	if f.Version < 3 {
+		f.Close()
+		return nil, fmt.Errorf("%s: container v%d holds no model config; only v3 artifacts can be run (convert the model again with ninfer-convert)", path, f.Version)
+	}
+	if f.Architecture != qwen35.Architecture {
+		f.Close()
+		return nil, fmt.Errorf("%s: architecture %q is not supported (want %s)", path, f.Architecture, qwen35.Architecture)
+	}
+	cfg, err := f.Config()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &Weights{f: f, cfg: cfg}, nil
+}
+
+// File returns the underlying artifact.
+func (w *Weights) File() *artifact.File { return w.f }
+
+// Config returns the model's text config.
+func (w *Weights) Config() qwen35.Config { return w.cfg }
+
+// Tensor returns a tensor's format, shape and mapped payload.
+func (w *Weights) Tensor(id string) (format.Format, []int64, []byte, error) {
+	o, ok := w.f.Object(id)
+	if !ok {
+		return "", nil, nil, fmt.Errorf("%s: no object %q", w.f.Path, id)
+	}
+	if !o.IsTensor() {
+		return "", nil, nil, fmt.Errorf("%s: object %q is a resource, not a tensor", w.f.Path, id)
+	}
+	return o.Format, o.Shape, w.f.Bytes(o), nil
+}
+
+// Resource returns a frontend resource's bytes (nil, false when absent).
+func (w *Weights) Resource(name string) ([]byte, bool) {
+	o, ok := w.f.Object("frontend/" + name)
+	if !ok {
+		return nil, false
+	}
+	return w.f.Bytes(o), true
+}
+
+// Close unmaps the artifact.
+func (w *Weights) Close() error { return w.f.Close() }
+
+// Backend names accepted by NewBackend.
+const (
+	BackendAuto = "auto"
+	BackendCPU  = "cpu"
+	BackendCUDA = "cuda"
+)
+
+// NewBackend returns the named backend: auto = CUDA when built in and a
+// device is present, else CPU.
+func NewBackend(name string, threads int) (backend.Backend, string, error) {
+	switch name {
+	case "", BackendAuto, BackendCPU:
+		cpu, err := backend.NewCPU(backend.CPUOptions{Threads: threads})
+		if err != nil {
+			return nil, "", err
+		}
+		return cpu, BackendCPU, nil
+	case BackendCUDA:
+		return nil, "", fmt.Errorf("--backend cuda: this build has no CUDA backend (build with -tags cuda on a machine with the CUDA toolkit)")
+	}
+	return nil, "", fmt.Errorf("unknown backend %q (want auto, cpu or cuda)", name)
+}
+
+// LoadStats are the storage statistics of the schema-15 `load` object.
+type LoadStats struct {
+	LoadSeconds       float64
+	UploadSeconds     float64
+	ArtifactBytesRead int64
+	HostToDeviceBytes int64
+	PeakStagingBytes  int64
+	DeviceObjects     int
+	HostObjects       int
+}
+
+// Timer measures load phases.
+type Timer struct{ start time.Time }
+
+// StartTimer starts a load timer.
+func StartTimer() Timer { return Timer{time.Now()} }
+
+// Seconds returns the time since the timer started.
+func (t Timer) Seconds() float64 { return time.Since(t.start).Seconds() }
