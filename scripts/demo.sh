@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # make demo: benchmark the tiny generated model on the CPU backend and print
-# the llama-bench style table (ninfer-bench | ninfer-report --format md).
+# the llama-bench style table (ninfer-bench | ninfer-report --format md), then
+# generate a little text with ninfer-run.
 #
 # usage: scripts/demo.sh BIN_DIR BUILD_DIR
-#   BIN_DIR   holds ninfer-bench, ninfer-report, ninfer-inspect (make build)
+#   BIN_DIR   holds ninfer-bench, ninfer-report, ninfer-inspect, ninfer-run (make build)
 #   BUILD_DIR holds tiny.ninfer (make testmodel); the corpus and the JSON
 #             lines of the run are written there too.
 set -euo pipefail
@@ -41,3 +42,8 @@ echo "demo: ninfer-bench --backend cpu on $model (vocab $vocab, corpus $corpus)"
 	tee "$stream" |
 	"$bin/ninfer-report" --format md
 echo "demo: JSON lines in $stream (ninfer-report $stream > report.json for the schema-15 document)" >&2
+
+# Text generation on the same model (random weights: the text is gibberish,
+# but it is the real tokenizer → engine → streaming decoder path).
+echo "demo: ninfer-run --backend cpu --chat --max-new 24 on $model" >&2
+"$bin/ninfer-run" --backend cpu --weights "$model" --chat --no-think --max-new 24 --prompt "Hello, who are you?"
