@@ -189,7 +189,9 @@ int ni_kv_append(ni_ctx *c, ni_kv kv, ni_rows k, ni_rows v, const int32_t *pos);
 
 /* Causal GQA attention over the cache: query (t, h) uses kv head
  * h / (q.h / kvh) and keys at positions 0..pos[t]:
- *   out[t,h] = Σ_s softmax_s(scale · q[t,h]·K_s) V_s. */
+ *   out[t,h] = Σ_s softmax_s(scale · q[t,h]·K_s) V_s.
+ * Routes: query blocks × kv heads; split-KV + merge for T ≤ 4 at long context.
+ * Returns the number of tasks that met an unmapped position. */
 int ni_attention(ni_ctx *c, ni_rows q, ni_kv kv, const int32_t *pos, float scale, ni_rows out);
 
 /* ---- scalar conversions (exposed for tests) ------------------------------- */

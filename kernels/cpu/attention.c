@@ -163,10 +163,107 @@ static void attn_task(void *a_, int task, int tid) {
         }
 }
 
+/* Split-KV decode: for few query tokens and a long context, task
+ * (split, kv head) covers key positions [split·len, (split+1)·len) for every
+ * query token and writes partial (m, l, acc) rows; a second pass merges the
+ * splits: M = max m_s, out = Σ_s e^{m_s−M} acc_s / Σ_s e^{m_s−M} l_s. */
+#define ATT_SPLIT_MAX_T 4
+#define ATT_SPLIT_MIN 64
+
+typedef struct {
+    attn_args *a;
+    float *part; /* [split][t][head][hd + 2] */
+    int nsplit, len;
+} split_args;
+
+static void split_task(void *p_, int task, int tid) {
+    split_args *sa = (split_args *)p_;
+    attn_args *a = sa->a;
+    int isa = a->c->isa;
+    int kvh = a->kv.kvh, hd = a->kv.hd, nh = a->q.h, grp = nh / kvh, T = a->q.t;
+    int sp = task / kvh, h = task % kvh;
+    int32_t s0 = sp * sa->len, s1 = s0 + sa->len;
+    float *buf = ni_tmp(a->c, tid, 2 * (int64_t)hd);
+    float *kb = buf, *vb = buf + hd;
+    for (int t = 0; t < T; t++)
+        for (int g = 0; g < grp; g++) {
+            float *r = sa->part + (((int64_t)sp * T + t) * nh + h * grp + g) * (hd + 2);
+            r[0] = -INFINITY;
+            r[1] = 0;
+            memset(r + 2, 0, (size_t)hd * 4);
+        }
+    for (int32_t s = s0; s < s1; s++) {
+        int any = 0;
+        for (int t = 0; t < T; t++) any |= s <= a->pos[t];
+        if (!any) break;
+        int64_t vi = kv_slot(&a->kv, s, h);
+        if (vi < 0) {
+            __atomic_fetch_add(&a->bad, 1, __ATOMIC_RELAXED);
+            break;
+        }
+        load_vec(isa, a->kv.fmt, hd, a->kv.k, a->kv.ks, vi, kb);
+        load_vec(isa, a->kv.fmt, hd, a->kv.v, a->kv.vs, vi, vb);
+        for (int t = 0; t < T; t++) {
+            if (s > a->pos[t]) continue;
+            for (int g = 0; g < grp; g++) {
+                float *r = sa->part + (((int64_t)sp * T + t) * nh + h * grp + g) * (hd + 2);
+                float sc = a->scale * ni_dot(isa, ni_row(a->q, t, h * grp + g), kb, hd);
+                if (sc > r[0]) {
+                    float corr = expf(r[0] - sc);
+                    r[1] *= corr;
+                    ni_scal(isa, corr, r + 2, hd);
+                    r[0] = sc;
+                }
+                float p = expf(sc - r[0]);
+                r[1] += p;
+                ni_axpy(isa, p, vb, r + 2, hd);
+            }
+        }
+    }
+}
+
+static void merge_task(void *p_, int task, int tid) {
+    (void)tid;
+    split_args *sa = (split_args *)p_;
+    attn_args *a = sa->a;
+    int hd = a->kv.hd, nh = a->q.h, T = a->q.t;
+    int t = task / nh, hh = task % nh;
+    float M = -INFINITY, L = 0;
+    for (int sp = 0; sp < sa->nsplit; sp++) {
+        float m = sa->part[(((int64_t)sp * T + t) * nh + hh) * (hd + 2)];
+        if (m > M) M = m;
+    }
+    float *o = ni_row(a->out, t, hh);
+    memset(o, 0, (size_t)hd * 4);
+    for (int sp = 0; sp < sa->nsplit; sp++) {
+        const float *r = sa->part + (((int64_t)sp * T + t) * nh + hh) * (hd + 2);
+        if (r[1] == 0) continue;
+        float w = expf(r[0] - M);
+        L += w * r[1];
+        ni_axpy(a->c->isa, w, r + 2, o, hd);
+    }
+    if (L > 0) ni_scal(a->c->isa, 1.0f / L, o, hd);
+}
+
 int ni_attention(ni_ctx *c, ni_rows q, ni_kv kv, const int32_t *pos, float scale, ni_rows out) {
     if (q.t <= 0) return 0;
+    int32_t last = 0;
+    for (int t = 0; t < q.t; t++)
+        if (pos[t] > last) last = pos[t];
+    int64_t work = (int64_t)q.t * q.h * kv.hd * 4 * (last + 1);
     int tblocks = (q.t + ATT_TB - 1) / ATT_TB;
     attn_args a = {c, q, out, kv, pos, scale, 0, tblocks};
-    ni_parallel(c, tblocks * kv.kvh, attn_task, &a, (int64_t)q.t * q.h * kv.hd * 4 * (pos[q.t - 1] + 1));
+    int nsplit = (last + ATT_SPLIT_MIN) / ATT_SPLIT_MIN;
+    if (nsplit > 4 * c->threads) nsplit = 4 * c->threads;
+    if (q.t > ATT_SPLIT_MAX_T || nsplit < 2 || c->threads == 1 || work < c->serial_work) {
+        ni_parallel(c, tblocks * kv.kvh, attn_task, &a, work);
+        return a.bad;
+    }
+    int len = (last + nsplit) / nsplit; /* ceil((last+1)/nsplit) */
+    nsplit = (last + len) / len;
+    split_args sa = {&a, ni_shared(c, (int64_t)nsplit * q.t * q.h * (kv.hd + 2)), nsplit, len};
+    if (!sa.part) return q.t;
+    ni_parallel(c, nsplit * kv.kvh, split_task, &sa, work);
+    ni_parallel(c, q.t * q.h, merge_task, &sa, work);
     return a.bad;
 }

@@ -31,6 +31,7 @@ struct ni_ctx {
     int ntasks;
     int next; /* atomic */
     ni_scratch scratch[NI_MAX_THREADS];
+    ni_scratch shared; /* one op's cross-task buffer (e.g. split-KV partials) */
 };
 
 /* Runs fn(arg, task, tid) for task in [0, ntasks) on the pool. `work` is a
@@ -40,6 +41,9 @@ struct ni_ctx {
 void ni_parallel(ni_ctx *c, int ntasks, ni_task_fn fn, void *arg, int64_t work);
 /* Per-thread scratch of at least n floats (64-byte aligned). */
 float *ni_tmp(ni_ctx *c, int tid, int64_t n);
+/* Scratch shared by all tasks of one op, at least n floats. Call it before
+ * ni_parallel. */
+float *ni_shared(ni_ctx *c, int64_t n);
 
 /* SIMD primitives, dispatched on isa. */
 float ni_dot(int isa, const float *a, const float *b, int64_t n);

@@ -78,6 +78,7 @@ void ni_ctx_free(ni_ctx *c) {
     pthread_mutex_unlock(&c->mu);
     for (int i = 1; i < c->threads; i++) pthread_join(c->th[i], NULL);
     for (int i = 0; i < NI_MAX_THREADS; i++) free(c->scratch[i].p);
+    free(c->shared.p);
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->start_cv);
     pthread_cond_destroy(&c->done_cv);
@@ -105,8 +106,7 @@ void ni_parallel(ni_ctx *c, int ntasks, ni_task_fn fn, void *arg, int64_t work) 
     pthread_mutex_unlock(&c->mu);
 }
 
-float *ni_tmp(ni_ctx *c, int tid, int64_t n) {
-    ni_scratch *s = &c->scratch[tid];
+static float *grow(ni_scratch *s, int64_t n) {
     if (s->cap < n) {
         free(s->p);
         int64_t cap = (n + 15) & ~(int64_t)15;
@@ -120,8 +120,12 @@ float *ni_tmp(ni_ctx *c, int tid, int64_t n) {
     return s->p;
 }
 
+float *ni_tmp(ni_ctx *c, int tid, int64_t n) { return grow(&c->scratch[tid], n); }
+
+float *ni_shared(ni_ctx *c, int64_t n) { return grow(&c->shared, n); }
+
 int64_t ni_ctx_scratch_bytes(const ni_ctx *c) {
-    int64_t b = 0;
+    int64_t b = c->shared.cap * 4;
     for (int i = 0; i < NI_MAX_THREADS; i++) b += c->scratch[i].cap * 4;
     return b;
 }

@@ -417,3 +417,33 @@ func TestDecodeStepAllocatesNothing(t *testing.T) {
 		t.Fatalf("decode step allocates %.1f times per token, want 0", allocs)
 	}
 }
+
+// TestRealHeadDims uses the released models' per-head shapes (head_dim 256
+// with 64 rotary dims, dk = dv = 128) on a narrow two-layer model.
+func TestRealHeadDims(t *testing.T) {
+	r := seeded(t)
+	c := tinyConfig(false)
+	c.HiddenSize, c.IntermediateSize, c.VocabSize = 256, 384, 300
+	c.NumHiddenLayers, c.LayerTypes = 2, c.LayerTypes[:2]
+	c.HeadDim, c.LinearKeyHeadDim, c.LinearValueHeadDim = 256, 128, 128
+	c.EOSTokenIDs = nil
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	w := newTestWeights(r, c, format.BF16)
+	ids := randIDs(r, 140, c.VocabSize)
+	want := refLogits(w, ids, false)
+	_, s := newEngine(t, w, "avx2", Options{KVDtype: "fp32", MaxContext: 256, PrefillChunk: 128, LogitsRows: 32})
+	got, err := s.Prefill(ids[:135], true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids[135:] {
+		step, err := s.Decode(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, step...)
+	}
+	check(t, "real head dims", got, flat(want), tolModel)
+}
