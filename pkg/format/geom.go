@@ -129,17 +129,30 @@ func Amax(src []float32) (float32, error) {
 // amax returns max|x| over src and the index of the first non-finite
 // element, or -1 when all are finite.
 func amax(src []float32) (float32, int) {
-	var m float32
-	for i, v := range src {
-		a := math.Float32frombits(math.Float32bits(v) &^ (1 << 31))
-		if !(a <= maxF32) {
-			return 0, i
-		}
-		if a > m {
-			m = a
+	// Max over the magnitude bits: for finite floats the order of the bit
+	// patterns is the order of the values, and any NaN or ±Inf has bits
+	// ≥ 0x7f800000, so one comparison at the end finds them.
+	const absMask, infBits = 1<<31 - 1, 0x7f800000
+	var m0, m1, m2, m3 uint32
+	i := 0
+	for ; i+4 <= len(src); i += 4 {
+		m0 = max(m0, math.Float32bits(src[i])&absMask)
+		m1 = max(m1, math.Float32bits(src[i+1])&absMask)
+		m2 = max(m2, math.Float32bits(src[i+2])&absMask)
+		m3 = max(m3, math.Float32bits(src[i+3])&absMask)
+	}
+	for ; i < len(src); i++ {
+		m0 = max(m0, math.Float32bits(src[i])&absMask)
+	}
+	m := max(m0, m1, m2, m3)
+	if m >= infBits {
+		for j, v := range src {
+			if math.Float32bits(v)&absMask >= infBits {
+				return 0, j
+			}
 		}
 	}
-	return m, -1
+	return math.Float32frombits(m), -1
 }
 
 // AmaxRaw returns max|x| over raw little-endian elements, failing on the
