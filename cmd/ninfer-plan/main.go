@@ -63,7 +63,7 @@ Examples:
 			&cli.StringFlag{Name: "config", Usage: "plan from a Hugging Face config.json `PATH` before converting"},
 			&cli.StringFlag{Name: "recipe", Value: "groupwise-int", Usage: "quantization `RECIPE` for --config"},
 			&cli.StringFlag{Name: "device-memory", Usage: "device total memory `SIZE` (e.g. 24GiB)"},
-			&cli.StringFlag{Name: "gpu", Usage: "take the device total of a known GPU `NAME` (e.g. h200, rtx-4090)"},
+			&cli.StringFlag{Name: "gpu", Usage: "take the device total of a known GPU `NAME` (e.g. h200, rtx-4090), or of this machine's GPU with \"local\" (nvidia-smi)"},
 			&cli.StringFlag{Name: "available", Usage: "memory `SIZE` available after the weights (measured, or the CPU backend's budget)"},
 			&cli.StringFlag{Name: "runtime-overhead", Usage: "runtime overhead `SIZE` subtracted from the device total (default 512MiB on cuda, 0 on cpu)"},
 			&cli.StringFlag{Name: "backend", Value: "cuda", Usage: "engine `BACKEND`: cuda or cpu (cpu: no graphs, no overhead)"},
@@ -223,8 +223,12 @@ func options(c *cli.Context) (plan.Options, error) {
 			return o, err
 		}
 	case c.IsSet("gpu"):
-		card, err := gpu.Lookup(c.String("gpu"))
-		if err != nil {
+		var card gpu.Card
+		if c.String("gpu") == gpu.Local {
+			if card, err = gpu.QueryLocal(c.Int("device")); err != nil {
+				return o, fmt.Errorf("--gpu local: %w", err)
+			}
+		} else if card, err = gpu.Lookup(c.String("gpu")); err != nil {
 			return o, cliutil.Usagef("--gpu: %v", err)
 		}
 		o.DeviceTotalBytes = card.MemoryBytes
