@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 
@@ -398,4 +399,79 @@ func measure(t *testing.T, c *golden.Case, preset, kv string) *metrics {
 	}
 	m.Rows, m.MaxAbs, m.WorstAt, m.MeanAbs, m.Top1 = a.rows, a.maxAbs, a.worstAt, a.mean(), a.top1
 	return m
+}
+
+// mtpTraceOf returns the MTP draft head's logits over the prompt (prefill
+// in chunks of chunk tokens): row t (t = 0..T−2) combines embed(IDs[t+1])
+// with the target's final-normed hidden state at t, the golden MTP row
+// convention.
+func mtpTraceOf(c *golden.Case, preset, kv string, chunk int) ([][]float32, error) {
+	key := fmt.Sprintf("mtp/%s/%s/%s/%d", c.Manifest.Name, preset, kv, chunk)
+	return traceCache.get(key, func() ([][]float32, error) {
+		a, err := artifactE(c, preset)
+		if err != nil {
+			return nil, err
+		}
+		be, err := cpuE()
+		if err != nil {
+			return nil, err
+		}
+		w, err := loader.OpenWeights(a.path)
+		if err != nil {
+			return nil, fmt.Errorf("%s: open weights: %w", key, err)
+		}
+		defer w.Close()
+		eng, err := engine.New(w, be, engine.Options{MaxContext: 512, PrefillChunk: chunk, KVDtype: kv, LogitsRows: 64})
+		if err != nil {
+			return nil, fmt.Errorf("%s: engine: %w", key, err)
+		}
+		defer eng.Close()
+		m, err := eng.LoadMTP(w, engine.MTPOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", key, err)
+		}
+		defer m.Close()
+		ms, err := m.NewMTPSequence()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", key, err)
+		}
+		defer ms.Close()
+		ms.Logits = true
+		ids := c.Manifest.IDs
+		if _, err := ms.Prefill(i32(ids)); err != nil {
+			return nil, fmt.Errorf("%s: prefill: %w", key, err)
+		}
+		V := c.Manifest.VocabSize
+		if len(ms.RowLogits) != (len(ids)-1)*V {
+			return nil, fmt.Errorf("%s: MTP returned %d logits, want %d (T−1 rows)", key, len(ms.RowLogits), (len(ids)-1)*V)
+		}
+		return rows(slices.Clone(ms.RowLogits), V), nil
+	})
+}
+
+func mtpTrace(t *testing.T, c *golden.Case, preset, kv string, chunk int) [][]float32 {
+	t.Helper()
+	tr, err := mtpTraceOf(c, preset, kv, chunk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// measureMTP compares the MTP trace (chunk 128: the rows cross a prefill
+// chunk boundary) with every stored golden MTP row.
+func measureMTP(t *testing.T, c *golden.Case, preset, kv string) *metrics {
+	t.Helper()
+	tr := mtpTrace(t, c, preset, kv, 128)
+	var a acc
+	for tp := range tr {
+		if want, ok := c.MTPLogitsAt(tp); ok {
+			a.add(fmt.Sprintf("MTP row %d", tp), tr[tp], want)
+		}
+	}
+	if a.rows != len(c.MTPLogits) {
+		t.Fatalf("%s: compared %d MTP rows, the case stores %d", c.Manifest.Name, a.rows, len(c.MTPLogits))
+	}
+	return &metrics{Case: c.Manifest.Name, Preset: preset, KV: kv, Rows: a.rows, MaxAbs: a.maxAbs, WorstAt: a.worstAt,
+		MeanAbs: a.mean(), Top1: a.top1, Fallbacks: artifact(t, c, preset).fallbacks}
 }
