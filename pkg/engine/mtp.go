@@ -155,7 +155,9 @@ func (e *Engine) LoadMTP(w Weights, o MTPOptions) (*MTP, error) {
 	if o.ProposalHead {
 		m.draft = mats[qwen35.NameDraftHead]
 	}
-	m.rows = max(e.opts.PrefillChunk, e.opts.StateSlots) + 1
+	// One MTP step covers a prefill chunk (plus the row pending from the
+	// previous chunk) or a verify's rows.
+	m.rows = max(min(e.opts.PrefillChunk, e.opts.MaxContext), e.opts.StateSlots) + 1
 	m.ws, err = backend.NewArena(e.be, "mtp.workspace", m.workspaceBytes())
 	if err != nil {
 		return fail(fmt.Errorf("engine: mtp: %w", err))

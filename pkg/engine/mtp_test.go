@@ -120,6 +120,9 @@ func TestMTPLogitsMatchGolden(t *testing.T) {
 			}
 			t.Logf("%d MTP rows: max |Δ| %.3g, argmax mismatches %d", rows, worst, mism)
 			if worst > mtpGoldenTol || mism > 0 {
+				// The MTP reads the target's residual stream at workspace offset 0
+				// (Sequence.residual); if the target's own logits are right but
+				// these are not, check that the step layout still matches.
 				t.Fatalf("MTP logits: max |Δ| %.3g (bar %g), %d argmax mismatches over %d rows", worst, mtpGoldenTol, mism, rows)
 			}
 		})

@@ -125,13 +125,20 @@ func newRigThreads(t *testing.T, path string, o engine.Options, proposal bool, t
 	return &rig{e, m, ms, s}
 }
 
-func eosOf(e *engine.Engine) []int32 {
-	var out []int32
-	for _, id := range e.Config().EOSTokenIDs {
-		out = append(out, int32(id))
-	}
-	return out
+// seqTarget is a plain engine sequence as a Target (reference decoding).
+type seqTarget struct {
+	s *engine.Sequence
+	V int
 }
+
+func (q seqTarget) Prefill(ids []int32) ([]float32, error) { return q.s.Prefill(ids, false) }
+func (q seqTarget) Decode(id int32) ([]float32, error)     { return q.s.Decode(id) }
+func (q seqTarget) Verify(ids []int32) ([]float32, error)  { return q.s.Verify(ids) }
+func (q seqTarget) Accept(n int) error                     { return q.s.Accept(n) }
+func (q seqTarget) Pos() int                               { return q.s.Pos() }
+func (q seqTarget) MaxContext() int                        { return 1 << 30 } // the engine enforces its own limit
+func (q seqTarget) VerifyLimit() int                       { return 1 }
+func (q seqTarget) VocabSize() int                         { return q.V }
 
 // reuse lets one rig serve many cases: both sequences restart empty.
 func (r *rig) reset(t *testing.T) {
@@ -193,10 +200,21 @@ func TestEngineGreedyIdentity(t *testing.T) {
 				for i := range prompt {
 					prompt[i] = int32(r.IntN(V))
 				}
+				// Reference: plain greedy decoding without EOS stops (so every
+				// case runs maxNew tokens), itself checked against the engine's
+				// own Generate up to its first EOS.
 				rg.reset(t)
-				want, err := rg.s.Generate(prompt, maxNew, nil)
+				engineOut, err := rg.s.Generate(prompt, maxNew, nil)
 				if err != nil {
 					t.Fatal(err)
+				}
+				rg.reset(t)
+				want, _, err := mustDecoder(t, seqTarget{rg.s, V}, nil, Options{IgnoreEOS: true}).Generate(prompt, maxNew, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(want) != maxNew || equalIDs(engineOut, want[:len(engineOut)]) >= 0 {
+					t.Fatalf("plain decoder %v disagrees with Sequence.Generate %v", want, engineOut)
 				}
 				for k := 1; k <= MaxDraftTokens; k++ {
 					for _, steer := range []bool{false, true} {
@@ -209,7 +227,7 @@ func TestEngineGreedyIdentity(t *testing.T) {
 						if steer {
 							d = &steered{ms: rg.ms, ref: append(append([]int32{}, prompt...), want...), r: r, pWrong: 0.15}
 						}
-						dc, err := NewDecoder(rg.ms, d, Options{K: k, EOS: eosOf(rg.e), Proposal: proposal})
+						dc, err := NewDecoder(rg.ms, d, Options{K: k, IgnoreEOS: true, Proposal: proposal})
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -223,10 +241,10 @@ func TestEngineGreedyIdentity(t *testing.T) {
 						if err := st.Check(); err != nil {
 							t.Fatalf("%s: %v", name, err)
 						}
-						if len(got) == maxNew && st.EngineTokens() != len(got)-1 {
+						if st.EngineTokens() != len(got)-1 {
 							t.Fatalf("%s: rounds %d + accepted %d + fallback %d ≠ %d", name, st.Rounds, st.AcceptedTokens, st.FallbackSteps, len(got)-1)
 						}
-						if steer && len(got) == maxNew && st.AcceptedTokens == 0 {
+						if steer && st.AcceptedTokens == 0 {
 							t.Fatalf("%s: steered drafts never accepted", name)
 						}
 						if k == 3 || steer {
@@ -507,5 +525,53 @@ func TestLoadMTPErrors(t *testing.T) {
 	}
 	if _, err := NewDecoder(ms, ms, Options{K: 3}); err == nil {
 		t.Fatal("k=3 accepted with 3 state slots")
+	}
+}
+
+// TestMTPPendingOverflow: many ordinary steps without drafting overflow the
+// MTP's pending-row buffer (it flushes itself); the drafts afterwards still
+// equal those of a fresh sequence that prefilled the same history.
+func TestMTPPendingOverflow(t *testing.T) {
+	r, _ := seeded(t)
+	paths := testArtifacts(t)
+	rg := newRig(t, paths["bf16"], engine.Options{KVDtype: "fp32", MaxContext: 512, PrefillChunk: 128, StateSlots: 3}, false)
+	V := rg.ms.VocabSize()
+	hist := make([]int32, 300)
+	for i := range hist {
+		hist[i] = int32(r.IntN(V))
+	}
+	if _, err := rg.ms.Prefill(hist[:10]); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range hist[10:] {
+		if _, err := rg.ms.Decode(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fresh, err := rg.m.NewMTPSequence()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	if _, err := fresh.Prefill(hist); err != nil {
+		t.Fatal(err)
+	}
+	next := int32(r.IntN(V))
+	get := func(ms *engine.MTPSequence) ([]int32, []float32) {
+		ms.Logits, ms.RowLogits = true, nil
+		d, err := ms.Draft(next, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d, ms.RowLogits[len(ms.RowLogits)-2*V:]
+	}
+	d1, l1 := get(rg.ms)
+	d2, l2 := get(fresh)
+	worst := 0.0
+	for i := range l1 {
+		worst = math.Max(worst, math.Abs(float64(l1[i]-l2[i])))
+	}
+	if !(worst <= 1e-3) || equalIDs(d1, d2) >= 0 {
+		t.Fatalf("after %d decode steps: drafts %v vs fresh %v, logits max |Δ| %.3g", len(hist)-10, d1, d2, worst)
 	}
 }
