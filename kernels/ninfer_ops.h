@@ -126,17 +126,23 @@ void ni_argmax(ni_ctx *c, ni_rows x, int32_t *out);
 void ni_gdn_gate(ni_ctx *c, ni_rows a, ni_rows b, const float *a_log, const float *dt_bias, ni_rows g,
                  ni_rows beta);
 
-/* Causal depthwise conv1d (width kw) + SiLU per channel ch < x.d (h = 1):
- *   y[t,ch] = silu(Σ_{i<kw} w[ch*kw + i] · in_{t−kw+1+i}[ch])
- * where in_τ = x[τ,ch] for τ ≥ 0 and the conv window (last kw−1 pre-conv
- * inputs, oldest first) for τ < 0. The window is read from
- * state + slot_stride·(*in_slot) ([C, kw−1] fp32). When out_slot ≥ 0 the
- * window after the last token is written to slot out_slot; when
- * out_slot == NI_PER_TOKEN the window after token t goes to slot t.
- * x and y may alias. */
+/* Causal depthwise conv1d (width kw) + SiLU per channel ch < x.d (h = 1),
+ * computed in fp32:
+ *   y[t,ch] = silu(w[ch*kw + kw−1] · x[t,ch] + Σ_{i<kw−1} w[ch*kw + i] · win_t[ch][i])
+ * where win_t is the conv window before token t: the last kw−1 pre-conv
+ * inputs, oldest first, taken from the state for τ < 0 and from x[τ,ch]
+ * for earlier tokens of the call. The window is read from
+ * state + slot_stride·(*in_slot) elements ([C, kw−1], row-major).
+ * state_bf16 ≠ 0: the state elements are bf16 (uint16) and every input
+ * enters the window rounded to bf16 (RNE) — in-call and stored alike, so a
+ * chunked prefill and token-by-token decode compute the same values; the
+ * current token's own term uses x[t,ch] unrounded. state_bf16 = 0: fp32
+ * state, no rounding. When out_slot ≥ 0 the window after the last token is
+ * written to slot out_slot; when out_slot == NI_PER_TOKEN the window after
+ * token t goes to slot t. x and y may alias. */
 #define NI_PER_TOKEN (-1)
-void ni_conv1d_silu(ni_ctx *c, ni_rows x, ni_rows y, const float *w, int kw, float *state, int64_t slot_stride,
-                    const int32_t *in_slot, int out_slot);
+void ni_conv1d_silu(ni_ctx *c, ni_rows x, ni_rows y, const float *w, int kw, void *state, int state_bf16,
+                    int64_t slot_stride, const int32_t *in_slot, int out_slot);
 
 /* Gated delta rule, recurrent form, per v-head j < v.h with k-head
  * kh = j / (v.h / k.h); q, k already L2-normalised (q also scaled by dk^-1/2).

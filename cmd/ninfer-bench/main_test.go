@@ -8,64 +8,32 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/ninfer/ninfer/internal/testfixture"
 	"github.com/ninfer/ninfer/pkg/bench"
 	"github.com/ninfer/ninfer/pkg/benchfmt"
-	"github.com/ninfer/ninfer/pkg/convert"
-	"github.com/ninfer/ninfer/pkg/recipe"
 	"github.com/ninfer/ninfer/pkg/report"
-	"github.com/ninfer/ninfer/pkg/testmodel"
 )
 
-var (
-	fixtureOnce sync.Once
-	fixtureDir  string
-	fixtureErr  error
-)
+func TestMain(m *testing.M) { testfixture.Main(m) }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if fixtureDir != "" {
-		os.RemoveAll(fixtureDir)
-	}
-	os.Exit(code)
-}
-
-// fixture returns the tiny q8 model and a corpus of 64 random ids.
+// fixture returns the tiny q8 model and a corpus of 64 random ids (seeded
+// per call; the seed is in the file name).
 func fixture(t *testing.T) (model, corpusPath string) {
 	t.Helper()
-	fixtureOnce.Do(func() {
-		if fixtureDir, fixtureErr = os.MkdirTemp("", "ninfer-bench-cmd-"); fixtureErr != nil {
-			return
-		}
-		src := filepath.Join(fixtureDir, "tiny-hf")
-		if _, fixtureErr = testmodel.WriteDir(src, testmodel.DefaultOptions(), false); fixtureErr != nil {
-			return
-		}
-		r, err := recipe.Lookup("q8")
-		if err != nil {
-			fixtureErr = err
-			return
-		}
-		if _, fixtureErr = convert.Convert(context.Background(), src, filepath.Join(fixtureDir, "tiny.ninfer"), convert.Options{Recipe: r, Workers: 2}); fixtureErr != nil {
-			return
-		}
-		seed := uint64(time.Now().UnixNano())
-		rng := rand.New(rand.NewPCG(seed, 1))
-		var b strings.Builder
-		for i := 0; i < 64; i++ {
-			fmt.Fprintf(&b, "%d\n", rng.IntN(512))
-		}
-		fixtureErr = os.WriteFile(filepath.Join(fixtureDir, fmt.Sprintf("corpus-seed%d.ids", seed)), []byte(b.String()), 0o644)
-	})
-	if fixtureErr != nil {
-		t.Fatalf("fixture: %v", fixtureErr)
+	seed := uint64(time.Now().UnixNano())
+	rng := rand.New(rand.NewPCG(seed, 1))
+	var b strings.Builder
+	for i := 0; i < 64; i++ {
+		fmt.Fprintf(&b, "%d\n", rng.IntN(512))
 	}
-	ids, _ := filepath.Glob(filepath.Join(fixtureDir, "corpus-seed*.ids"))
-	return filepath.Join(fixtureDir, "tiny.ninfer"), ids[0]
+	corpusPath = filepath.Join(t.TempDir(), fmt.Sprintf("corpus-seed%d.ids", seed))
+	if err := os.WriteFile(corpusPath, []byte(b.String()), 0o644); err != nil {
+		t.Fatalf("fixture: %v", err)
+	}
+	return testfixture.Artifact(t, "q8", nil), corpusPath
 }
 
 type fakeClock struct{ t time.Time }

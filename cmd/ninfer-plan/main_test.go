@@ -11,6 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/ninfer/ninfer/pkg/artifact"
+	"github.com/ninfer/ninfer/pkg/layout"
 	"github.com/ninfer/ninfer/pkg/qwen35"
 	"github.com/ninfer/ninfer/pkg/recipe"
 )
@@ -73,7 +74,12 @@ func writeArtifact(t *testing.T, dir string) (string, int64) {
 			t.Fatal(err)
 		}
 		if a.Tensor.Component == qwen35.ComponentText {
-			textBytes += (a.Bytes + 255) / 256 * 256
+			// bound as the engine binds it: vectors widened to fp32
+			n := int64(1)
+			for _, d := range a.Tensor.Shape {
+				n *= d
+			}
+			textBytes += layout.AlignUp(layout.BoundBytes(a.Tensor.Class, n, a.Bytes))
 		}
 	}
 	path := filepath.Join(dir, "tiny.ninfer")

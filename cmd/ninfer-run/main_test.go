@@ -12,23 +12,15 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ninfer/ninfer/internal/testfixture"
 	"github.com/ninfer/ninfer/pkg/runner"
-	"github.com/ninfer/ninfer/pkg/runner/runnertest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	runnertest.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testfixture.Main(m) }
 
 func model(t *testing.T) string {
 	t.Helper()
-	p, err := runnertest.Artifact("q8")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return testfixture.Artifact(t, "q8", nil)
 }
 
 type outcome struct {

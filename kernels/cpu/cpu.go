@@ -168,9 +168,14 @@ func (x *Ctx) GDNGate(a, b Rows, aLog, dtBias unsafe.Pointer, g, beta Rows) {
 	C.ni_gdn_gate(x.c, a.c(), b.c(), (*C.float)(aLog), (*C.float)(dtBias), g.c(), beta.c())
 }
 
-// Conv1DSiLU runs the causal depthwise conv + SiLU with state slots.
-func (x *Ctx) Conv1DSiLU(in, out Rows, w unsafe.Pointer, kw int, state unsafe.Pointer, slotStride int64, inSlot unsafe.Pointer, outSlot int) {
-	C.ni_conv1d_silu(x.c, in.c(), out.c(), (*C.float)(w), C.int(kw), (*C.float)(state), C.int64_t(slotStride),
+// Conv1DSiLU runs the causal depthwise conv + SiLU with state slots of
+// slotStride elements, bf16 elements when stateBF16 (else fp32).
+func (x *Ctx) Conv1DSiLU(in, out Rows, w unsafe.Pointer, kw int, state unsafe.Pointer, stateBF16 bool, slotStride int64, inSlot unsafe.Pointer, outSlot int) {
+	bf := 0
+	if stateBF16 {
+		bf = 1
+	}
+	C.ni_conv1d_silu(x.c, in.c(), out.c(), (*C.float)(w), C.int(kw), state, C.int(bf), C.int64_t(slotStride),
 		(*C.int32_t)(inSlot), C.int(outSlot))
 }
 

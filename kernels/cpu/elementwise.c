@@ -182,13 +182,32 @@ typedef struct {
     ni_rows x, y;
     const float *w;
     int kw;
-    float *state;
+    void *state;
+    int bf16; /* state elements are bf16 (else fp32) */
     int64_t slot_stride;
     int32_t in_slot;
     int out_slot, per;
 } conv_args;
 
 #define CONV_CH 64
+
+static void conv_load(const conv_args *a, int64_t at, float *win, int sw) {
+    if (a->bf16) {
+        const uint16_t *s = (const uint16_t *)a->state + at;
+        for (int i = 0; i < sw; i++) win[i] = ni_bf16(s[i]);
+    } else {
+        memcpy(win, (const float *)a->state + at, (size_t)sw * 4);
+    }
+}
+
+static void conv_store(const conv_args *a, int64_t at, const float *win, int sw) {
+    if (a->bf16) {
+        uint16_t *s = (uint16_t *)a->state + at;
+        for (int i = 0; i < sw; i++) s[i] = ni_to_bf16(win[i]); /* exact: win holds bf16 values */
+    } else {
+        memcpy((float *)a->state + at, win, (size_t)sw * 4);
+    }
+}
 
 static void conv_task(void *a_, int task, int tid) {
     (void)tid;
@@ -198,23 +217,25 @@ static void conv_task(void *a_, int task, int tid) {
     float win[16];
     for (int ch = c0; ch < c1; ch++) {
         const float *wc = a->w + (int64_t)ch * kw;
-        memcpy(win, a->state + a->slot_stride * a->in_slot + (int64_t)ch * sw, (size_t)sw * 4);
+        conv_load(a, a->slot_stride * a->in_slot + (int64_t)ch * sw, win, sw);
         for (int t = 0; t < a->x.t; t++) {
             float xin = a->x.p[t * a->x.ld + ch];
             float s = wc[sw] * xin;
             for (int i = 0; i < sw; i++) s += wc[i] * win[i];
             for (int i = 0; i + 1 < sw; i++) win[i] = win[i + 1];
-            if (sw > 0) win[sw - 1] = xin;
+            /* With bf16 state the window holds bf16-rounded inputs in every
+             * path (in-chunk and stored), so chunked prefill and decode agree. */
+            if (sw > 0) win[sw - 1] = a->bf16 ? ni_bf16(ni_to_bf16(xin)) : xin;
             a->y.p[t * a->y.ld + ch] = ni_silu(s);
-            if (a->per) memcpy(a->state + a->slot_stride * t + (int64_t)ch * sw, win, (size_t)sw * 4);
+            if (a->per) conv_store(a, a->slot_stride * t + (int64_t)ch * sw, win, sw);
         }
-        if (!a->per) memcpy(a->state + a->slot_stride * a->out_slot + (int64_t)ch * sw, win, (size_t)sw * 4);
+        if (!a->per) conv_store(a, a->slot_stride * a->out_slot + (int64_t)ch * sw, win, sw);
     }
 }
 
-void ni_conv1d_silu(ni_ctx *c, ni_rows x, ni_rows y, const float *w, int kw, float *state, int64_t slot_stride,
-                    const int32_t *in_slot, int out_slot) {
+void ni_conv1d_silu(ni_ctx *c, ni_rows x, ni_rows y, const float *w, int kw, void *state, int state_bf16,
+                    int64_t slot_stride, const int32_t *in_slot, int out_slot) {
     if (kw < 1 || kw > 16) return;
-    conv_args a = {x, y, w, kw, state, slot_stride, *in_slot, out_slot, out_slot == NI_PER_TOKEN};
+    conv_args a = {x, y, w, kw, state, state_bf16 != 0, slot_stride, *in_slot, out_slot, out_slot == NI_PER_TOKEN};
     ni_parallel(c, (x.d + CONV_CH - 1) / CONV_CH, conv_task, &a, (int64_t)x.t * x.d * kw * 4);
 }

@@ -88,25 +88,8 @@ func (f *File) parseDirectoryV3(js []byte) error {
 	if err := f.parseComponents(root.vals["components"]); err != nil {
 		return err
 	}
-	elems, err := asArray("objects", root.vals["objects"])
-	if err != nil {
-		return f.errf("", "directory: %v", err)
-	}
-	if len(elems) == 0 {
-		return f.errf("", "directory: objects is empty")
-	}
-	f.Objects = make([]Object, 0, len(elems))
-	f.byID = make(map[string]int, len(elems))
-	for i, e := range elems {
-		o, err := f.parseObjectV3(i, e)
-		if err != nil {
-			return err
-		}
-		if _, dup := f.byID[o.ID]; dup {
-			return f.errf(o.ID, "duplicate object id")
-		}
-		f.byID[o.ID] = len(f.Objects)
-		f.Objects = append(f.Objects, o)
+	if err := f.parseObjects(root.vals["objects"], f.parseObjectV3, "id"); err != nil {
+		return err
 	}
 	return f.checkComponents()
 }
@@ -241,104 +224,39 @@ var idPrefix = map[string]string{
 }
 
 func (f *File) parseObjectV3(i int, raw json.RawMessage) (Object, error) {
-	where := fmt.Sprintf("objects[%d]", i)
-	m, err := parseObject(raw)
+	e, err := f.parseObjectHead(i, raw, syntaxV3)
 	if err != nil {
-		return Object{}, f.errf("", "directory: %s: %v", where, err)
+		return Object{}, err
 	}
-	var o Object
-	if m.has("id") {
-		if o.ID, err = m.str("id"); err != nil {
-			return o, f.errf("", "directory: %s: %v", where, err)
-		}
-		if err := checkID(o.ID); err != nil {
-			return o, f.errf("", "directory: %s: %v", where, err)
-		}
-	}
-	bad := func(format string, a ...any) error {
-		if o.ID == "" {
-			return f.errf("", "directory: %s: %s", where, fmt.Sprintf(format, a...))
-		}
-		return f.errf(o.ID, format, a...)
-	}
-	if !m.has("kind") {
-		return o, bad("missing member %q", "kind")
-	}
-	if o.Kind, err = m.str("kind"); err != nil {
-		return o, bad("%v", err)
-	}
-	switch o.Kind {
-	case KindTensor:
-		err = m.exact(tensorMembers, optionalSHA)
-	case KindResource:
-		err = m.exact(resourceMembers, optionalSHA)
-	default:
-		return o, bad("unknown kind %q (want %q or %q)", o.Kind, KindTensor, KindResource)
-	}
-	if err != nil {
-		return o, bad("%v", err)
-	}
-	if o.Component, err = m.str("component"); err != nil {
-		return o, bad("%v", err)
-	}
-	if o.Offset, err = m.uint("offset"); err != nil {
-		return o, bad("%v", err)
-	}
-	if o.Bytes, err = m.uint("bytes"); err != nil {
-		return o, bad("%v", err)
-	}
-	if m.has("sha256") {
-		if o.SHA256, err = m.str("sha256"); err != nil {
-			return o, bad("%v", err)
+	o := &e.o
+	if e.m.has("sha256") {
+		if o.SHA256, err = e.m.str("sha256"); err != nil {
+			return *o, e.bad("%v", err)
 		}
 		if !isLowerHex(o.SHA256, 64) {
-			return o, bad("sha256 %q is not 64 lowercase hex digits", o.SHA256)
+			return *o, e.bad("sha256 %q is not 64 lowercase hex digits", o.SHA256)
 		}
 	}
 	if o.Kind == KindResource {
 		if o.Component != ComponentFrontend {
-			return o, bad("resource component is %q, want %q", o.Component, ComponentFrontend)
+			return *o, e.bad("resource component is %q, want %q", o.Component, ComponentFrontend)
 		}
-		if o.Encoding, err = m.str("encoding"); err != nil {
-			return o, bad("%v", err)
-		}
-		if o.Encoding != ResourceEncoding {
-			return o, bad("unknown resource encoding %q (want %q)", o.Encoding, ResourceEncoding)
-		}
-		if o.Bytes == 0 {
-			return o, bad("resource bytes must be positive")
-		}
+		err = e.readResource(syntaxV3)
 	} else {
 		switch o.Component {
 		case ComponentText, ComponentMTP, ComponentProposal:
 		default:
-			return o, bad("unknown tensor component %q (want text, mtp or proposal)", o.Component)
+			return *o, e.bad("unknown tensor component %q (want text, mtp or proposal)", o.Component)
 		}
-		if o.Shape, err = asShape(m.vals["shape"]); err != nil {
-			return o, bad("%v", err)
-		}
-		fs, err := m.str("format")
-		if err != nil {
-			return o, bad("%v", err)
-		}
-		if o.Format, err = format.Parse(fs); err != nil {
-			return o, bad("%v", err)
-		}
-		ls, err := m.str("layout")
-		if err != nil {
-			return o, bad("%v", err)
-		}
-		if o.Layout, err = format.ParseLayout(ls); err != nil {
-			return o, bad("%v", err)
-		}
-		if err := checkTensorGeometry(&o); err != nil {
-			return o, bad("%v", err)
-		}
+		err = e.readTensor(syntaxV3)
+	}
+	if err != nil {
+		return *o, e.bad("%v", err)
 	}
 	if p := idPrefix[o.Component]; !strings.HasPrefix(o.ID, p+"/") {
-		return o, bad("component %q objects must be named %s/...", o.Component, p)
+		return *o, e.bad("component %q objects must be named %s/...", o.Component, p)
 	}
-	return o, nil
+	return *o, nil
 }
 
 // checkTensorGeometry checks layout against format and bytes against the

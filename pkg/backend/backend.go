@@ -100,10 +100,12 @@ type Weight struct {
 }
 
 // StateSlots is a slotted state array: slot s starts at View + s·SlotBytes.
+// Elements are fp32, or bf16 when BF16 (Conv1DSiLU only).
 type StateSlots struct {
 	View      View
 	Slots     int
 	SlotBytes int64
+	BF16      bool
 }
 
 // KVFormat is the element format of the KV cache.

@@ -508,7 +508,8 @@ func (c *CPU) slots(op string, st StateSlots, inSlot View, outSlot, t int, slotB
 }
 
 // Conv1DSiLU runs the causal depthwise conv (width kw) + SiLU over the
-// channels of x, reading/writing the conv window slots ([C, kw−1] fp32).
+// channels of x, reading/writing the conv window slots ([C, kw−1], bf16
+// when st.BF16, else fp32; see ni_conv1d_silu).
 func (c *CPU) Conv1DSiLU(y, x Tensor, w View, kw int, st StateSlots, inSlot View, outSlot int) {
 	xr, ok1 := c.rows("conv1d", "x", x)
 	yr, ok2 := c.rows("conv1d", "y", y)
@@ -520,11 +521,19 @@ func (c *CPU) Conv1DSiLU(y, x Tensor, w View, kw int, st StateSlots, inSlot View
 		c.fail("conv1d", "x/y must be alike one-head tensors, kernel width %d in [1,16]", kw)
 		return
 	}
-	sp, ip, ok := c.slots("conv1d", st, inSlot, outSlot, x.T, 4*int64(x.D)*int64(kw-1))
+	elem := int64(4)
+	if st.BF16 {
+		elem = 2
+	}
+	sp, ip, ok := c.slots("conv1d", st, inSlot, outSlot, x.T, elem*int64(x.D)*int64(kw-1))
 	if !ok {
 		return
 	}
-	c.ctx.Conv1DSiLU(xr, yr, wp, kw, sp, st.SlotBytes/4, ip, outSlot)
+	if st.SlotBytes%elem != 0 {
+		c.fail("conv1d", "state slot of %d bytes is not a whole number of %d-byte elements", st.SlotBytes, elem)
+		return
+	}
+	c.ctx.Conv1DSiLU(xr, yr, wp, kw, sp, st.BF16, st.SlotBytes/elem, ip, outSlot)
 }
 
 func (c *CPU) delta(op string, o, q, k, v, g, beta Tensor, st StateSlots, inSlot View, outSlot int) (rs [6]cpu.Rows, sp, ip unsafe.Pointer, ok bool) {

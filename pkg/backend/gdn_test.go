@@ -84,7 +84,7 @@ func (c gdnCase) run(t *testing.T, b Backend, chunked bool, st []float32, slots,
 	ssz := c.nv * c.dk * c.dv
 	sv := put(t, b, st)
 	ov := put(t, b, make([]float32, c.T*c.nv*c.dv))
-	ss := StateSlots{sv, slots, int64(4 * ssz)}
+	ss := StateSlots{View: sv, Slots: slots, SlotBytes: int64(4 * ssz)}
 	q := Heads(put(t, b, c.q), c.T, c.nk, c.dk)
 	k := Heads(put(t, b, c.k), c.T, c.nk, c.dk)
 	v := Heads(put(t, b, c.v), c.T, c.nv, c.dv)

@@ -1,8 +1,10 @@
 package backend
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -182,8 +184,9 @@ func TestGDNGate(t *testing.T) {
 	}
 }
 
-// convRef runs the conv oracle and returns outputs and the window after each token.
-func convRef(x []float32, T, C, kw int, w, win0 []float32) ([]float64, [][]float64) {
+// convRef runs the conv oracle and returns outputs and the window after
+// each token. With bf16 every input enters the window rounded to bf16.
+func convRef(x []float32, T, C, kw int, w, win0 []float32, bf16 bool) ([]float64, [][]float64) {
 	y := make([]float64, T*C)
 	wins := make([][]float64, T)
 	win := f64(win0)
@@ -198,7 +201,11 @@ func convRef(x []float32, T, C, kw int, w, win0 []float32) ([]float64, [][]float
 			for i := 0; i < kw-2; i++ {
 				next[c*(kw-1)+i] = win[c*(kw-1)+i+1]
 			}
-			next[c*(kw-1)+kw-2] = float64(x[tt*C+c])
+			in := float64(x[tt*C+c])
+			if bf16 {
+				in = bf16ToF64(bf16Bits(x[tt*C+c]))
+			}
+			next[c*(kw-1)+kw-2] = in
 		}
 		win = next
 		wins[tt] = win
@@ -206,43 +213,105 @@ func convRef(x []float32, T, C, kw int, w, win0 []float32) ([]float64, [][]float
 	return y, wins
 }
 
+// putState uploads conv state values as fp32 or bf16 elements.
+func putState(t *testing.T, b Backend, x []float32, bf16 bool) View {
+	t.Helper()
+	if !bf16 {
+		return put(t, b, x)
+	}
+	raw := make([]byte, 2*len(x))
+	for i, v := range x {
+		binary.LittleEndian.PutUint16(raw[2*i:], bf16Bits(v))
+	}
+	buf, err := b.Alloc("test-bf16", int64(len(raw)+4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Upload(View{buf, 0}, raw); err != nil {
+		t.Fatal(err)
+	}
+	return View{buf, 0}
+}
+
+// getState downloads n conv state elements.
+func getState(t *testing.T, b Backend, v View, n int, bf16 bool) []float32 {
+	t.Helper()
+	if !bf16 {
+		return get(t, b, v, n)
+	}
+	if err := b.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	raw := make([]byte, 2*n)
+	if err := b.Download(raw, v); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = float32(bf16ToF64(binary.LittleEndian.Uint16(raw[2*i:])))
+	}
+	return out
+}
+
+// TestConv1DSiLUSlots checks the conv against the FP64 oracle with fp32
+// and bf16 window state: outputs, the written slots (exact: the window
+// holds the inputs, bf16-rounded with bf16 state) and untouched slots.
 func TestConv1DSiLUSlots(t *testing.T) {
 	r := seeded(t)
 	for _, b := range isas(t) {
 		C, kw, slots := 70, 4, 6
 		sw := C * (kw - 1)
-		for _, T := range []int{1, 5} {
-			for _, perToken := range []bool{false, true} {
-				x, w := randn(r, T*C, 1), randn(r, C*kw, 0.5)
-				state := make([]float32, slots*sw)
-				for i := range state {
-					state[i] = 17 // sentinel
-				}
-				in := 2
-				copy(state[in*sw:], randn(r, sw, 1))
-				sv := put(t, b, state)
-				yv := put(t, b, make([]float32, T*C))
-				out := 4
-				if perToken {
-					out = PerToken
-				}
-				st := StateSlots{sv, slots, int64(4 * sw)}
-				b.Conv1DSiLU(Dense(yv, T, C), Dense(put(t, b, x), T, C), put(t, b, w), kw, st, putI32(t, b, []int32{int32(in)}), out)
-				wy, wins := convRef(x, T, C, kw, w, state[in*sw:(in+1)*sw])
-				name := fmt.Sprintf("%s/T=%d/per_token=%v", b.Name(), T, perToken)
-				check(t, name+"/y", get(t, b, yv, T*C), wy, tolElem)
-				gs := get(t, b, sv, slots*sw)
-				for s := 0; s < slots; s++ {
-					want := f64(state[s*sw : (s+1)*sw]) // untouched
-					switch {
-					case perToken && s < T:
-						want = wins[s]
-					case !perToken && s == out:
-						want = wins[T-1]
+		for _, bf := range []bool{false, true} {
+			for _, T := range []int{1, 5} {
+				for _, perToken := range []bool{false, true} {
+					x, w := randn(r, T*C, 1), randn(r, C*kw, 0.5)
+					state := make([]float32, slots*sw)
+					for i := range state {
+						state[i] = 17 // sentinel
 					}
-					check(t, fmt.Sprintf("%s/slot%d", name, s), gs[s*sw:(s+1)*sw], want, tolExact)
+					in := 2
+					init := randn(r, sw, 1)
+					if bf {
+						for i, v := range init {
+							init[i] = float32(bf16ToF64(bf16Bits(v))) // a stored bf16 window
+						}
+					}
+					copy(state[in*sw:], init)
+					sv := putState(t, b, state, bf)
+					yv := put(t, b, make([]float32, T*C))
+					out := 4
+					if perToken {
+						out = PerToken
+					}
+					elem := int64(4)
+					if bf {
+						elem = 2
+					}
+					st := StateSlots{View: sv, Slots: slots, SlotBytes: elem * int64(sw), BF16: bf}
+					b.Conv1DSiLU(Dense(yv, T, C), Dense(put(t, b, x), T, C), put(t, b, w), kw, st, putI32(t, b, []int32{int32(in)}), out)
+					wy, wins := convRef(x, T, C, kw, w, state[in*sw:(in+1)*sw], bf)
+					name := fmt.Sprintf("%s/bf16=%v/T=%d/per_token=%v", b.Name(), bf, T, perToken)
+					check(t, name+"/y", get(t, b, yv, T*C), wy, tolElem)
+					gs := getState(t, b, sv, slots*sw, bf)
+					for s := 0; s < slots; s++ {
+						want := f64(state[s*sw : (s+1)*sw]) // untouched
+						switch {
+						case perToken && s < T:
+							want = wins[s]
+						case !perToken && s == out:
+							want = wins[T-1]
+						}
+						check(t, fmt.Sprintf("%s/slot%d", name, s), gs[s*sw:(s+1)*sw], want, tolExact)
+					}
 				}
 			}
+		}
+		// A bf16 slot narrower than the window is refused.
+		st := StateSlots{View: putState(t, b, make([]float32, 8), true), Slots: 1, SlotBytes: 2 * int64(sw-1), BF16: true}
+		b.Conv1DSiLU(Dense(put(t, b, make([]float32, C)), 1, C), Dense(put(t, b, make([]float32, C)), 1, C), put(t, b, make([]float32, C*kw)),
+			kw, st, putI32(t, b, []int32{0}), 0)
+		if err := b.Sync(); err == nil || !strings.Contains(err.Error(), "conv1d") {
+			t.Errorf("%s: short bf16 slot: %v", b.Name(), err)
 		}
 	}
 }

@@ -1,10 +1,26 @@
 package bench
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 )
+
+// checkParse checks one parse result: exactly the error text wantErr when
+// it is set, else no error and the value want.
+func checkParse[T any](t *testing.T, call string, got T, err error, want T, wantErr string) {
+	t.Helper()
+	if wantErr != "" {
+		if err == nil || err.Error() != wantErr {
+			t.Errorf("%s error = %v, want %q", call, err, wantErr)
+		}
+		return
+	}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("%s = %v, %v; want %v", call, got, err, want)
+	}
+}
 
 func TestParseIntList(t *testing.T) {
 	cases := []struct {
@@ -27,15 +43,7 @@ func TestParseIntList(t *testing.T) {
 	}
 	for _, c := range cases {
 		got, err := ParseIntList("n-prompt", c.value)
-		if c.wantErr != "" {
-			if err == nil || err.Error() != c.wantErr {
-				t.Errorf("ParseIntList(%q) error = %v, want %q", c.value, err, c.wantErr)
-			}
-			continue
-		}
-		if err != nil || !reflect.DeepEqual(got, c.want) {
-			t.Errorf("ParseIntList(%q) = %v, %v; want %v", c.value, got, err, c.want)
-		}
+		checkParse(t, fmt.Sprintf("ParseIntList(%q)", c.value), got, err, c.want, c.wantErr)
 	}
 	if _, err := ParseIntList("n-gen", "0"); err == nil || err.Error() != "n-gen must be positive" {
 		t.Errorf("n-gen message: %v", err)
@@ -61,15 +69,7 @@ func TestParsePairs(t *testing.T) {
 	}
 	for _, c := range cases {
 		got, err := ParsePairs(c.value)
-		if c.wantErr != "" {
-			if err == nil || err.Error() != c.wantErr {
-				t.Errorf("ParsePairs(%q) error = %v, want %q", c.value, err, c.wantErr)
-			}
-			continue
-		}
-		if err != nil || !reflect.DeepEqual(got, c.want) {
-			t.Errorf("ParsePairs(%q) = %v, %v; want %v", c.value, got, err, c.want)
-		}
+		checkParse(t, fmt.Sprintf("ParsePairs(%q)", c.value), got, err, c.want, c.wantErr)
 	}
 }
 
@@ -92,15 +92,7 @@ func TestParseCount(t *testing.T) {
 	}
 	for _, c := range cases {
 		got, err := ParseCount(c.name, c.value, c.min)
-		if c.wantErr != "" {
-			if err == nil || err.Error() != c.wantErr {
-				t.Errorf("ParseCount(%s, %q) error = %v, want %q", c.name, c.value, err, c.wantErr)
-			}
-			continue
-		}
-		if err != nil || got != c.want {
-			t.Errorf("ParseCount(%s, %q) = %d, %v; want %d", c.name, c.value, got, err, c.want)
-		}
+		checkParse(t, fmt.Sprintf("ParseCount(%s, %q)", c.name, c.value), got, err, c.want, c.wantErr)
 	}
 }
 
@@ -251,13 +243,7 @@ func TestResolveMaxContext(t *testing.T) {
 		{23, 0, "--max-ctx 23 is too small; pp16+tg8 needs 24"},
 	} {
 		got, err := ResolveMaxContext(c.override, need)
-		if c.wantErr != "" {
-			if err == nil || err.Error() != c.wantErr {
-				t.Errorf("override %d: error %v, want %q", c.override, err, c.wantErr)
-			}
-		} else if err != nil || got != c.want {
-			t.Errorf("override %d: got %d, %v; want %d", c.override, got, err, c.want)
-		}
+		checkParse(t, fmt.Sprintf("ResolveMaxContext(%d)", c.override), got, err, c.want, c.wantErr)
 	}
 	_, err := ResolveMaxContext(2, ContextNeed{"decode graph prime", 3})
 	if err == nil || err.Error() != "--max-ctx 2 is too small; decode graph prime needs 3" {

@@ -58,7 +58,8 @@ type Result struct {
 	RunID string
 	Tests []Test
 	// Notes describe where the memory plan (pkg/plan) and the engine's real
-	// arenas differ; the document reports the engine's arenas.
+	// arenas differ: only with --spec mtp, whose MTP arenas are not yet
+	// planned (the document then reports the engine's arenas).
 	Notes []string
 }
 

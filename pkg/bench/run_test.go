@@ -9,66 +9,34 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/ninfer/ninfer/internal/testfixture"
 	"github.com/ninfer/ninfer/pkg/artifact"
 	"github.com/ninfer/ninfer/pkg/benchfmt"
-	"github.com/ninfer/ninfer/pkg/convert"
 	"github.com/ninfer/ninfer/pkg/engine"
 	"github.com/ninfer/ninfer/pkg/qwen35"
-	"github.com/ninfer/ninfer/pkg/recipe"
 	"github.com/ninfer/ninfer/pkg/report"
-	"github.com/ninfer/ninfer/pkg/testmodel"
 )
 
-// The tiny model is generated and converted once per test binary.
-var (
-	fixtureOnce sync.Once
-	fixtureDir  string
-	fixtureErr  error
-)
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if fixtureDir != "" {
-		os.RemoveAll(fixtureDir)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testfixture.Main(m) }
 
 // tinyModel returns the path of the default test model converted with q8.
 func tinyModel(t *testing.T) string {
 	t.Helper()
-	fixtureOnce.Do(func() {
-		if fixtureDir, fixtureErr = os.MkdirTemp("", "ninfer-bench-test-"); fixtureErr != nil {
-			return
-		}
-		src := filepath.Join(fixtureDir, "tiny-hf")
-		if _, fixtureErr = testmodel.WriteDir(src, testmodel.DefaultOptions(), false); fixtureErr != nil {
-			return
-		}
-		r, err := recipe.Lookup("q8")
-		if err != nil {
-			fixtureErr = err
-			return
-		}
-		if _, fixtureErr = convert.Convert(context.Background(), src, filepath.Join(fixtureDir, "tiny.ninfer"), convert.Options{Recipe: r, Workers: 2}); fixtureErr != nil {
-			return
-		}
-		// The same model with a 160-row proposal head for --lm-head-draft.
-		draft := make([]int32, 160)
-		for i := range draft {
-			draft[i] = int32(i * 3)
-		}
-		_, fixtureErr = convert.Convert(context.Background(), src, filepath.Join(fixtureDir, "tiny-draft.ninfer"),
-			convert.Options{Recipe: r, Workers: 2, Draft: &convert.DraftHead{TokenIDs: draft}})
-	})
-	if fixtureErr != nil {
-		t.Fatalf("test model: %v", fixtureErr)
+	return testfixture.Artifact(t, "q8", nil)
+}
+
+// draftModel returns the same model with a 160-row proposal head for
+// --lm-head-draft.
+func draftModel(t *testing.T) string {
+	t.Helper()
+	draft := make([]int32, 160)
+	for i := range draft {
+		draft[i] = int32(i * 3)
 	}
-	return filepath.Join(fixtureDir, "tiny.ninfer")
+	return testfixture.Build(t, testfixture.Spec{Recipe: "q8", Draft: draft})
 }
 
 // writeCorpus writes n random ids below vocab (seeded per run; the seed is
@@ -206,7 +174,7 @@ func TestRunEndToEnd(t *testing.T) {
 	}
 	if m.Weights.CapacityBytes <= 0 || m.Weights.UsedBytes != m.Weights.CapacityBytes || m.Sequence.UsedBytes != m.Sequence.CapacityBytes ||
 		m.Workspace.UsedBytes != 0 || m.Workspace.PeakUsedBytes != 0 ||
-		m.Workspace.CapacityBytes != engine.WorkspaceBytes(cfg, 1024, 1) {
+		m.Workspace.CapacityBytes != engine.WorkspaceBytes(cfg, 24, 1) { // steps of min(chunk 1024, max ctx 24) tokens
 		t.Errorf("memory arenas = %+v %+v %+v", m.Weights, m.Sequence, m.Workspace)
 	}
 	if m.PlannedSlackBytes != fakeMem-m.RuntimeReservationBytes {
@@ -554,8 +522,7 @@ func TestRunSpeculative(t *testing.T) {
 }
 
 func TestRunProposalHead(t *testing.T) {
-	tinyModel(t)
-	model := filepath.Join(fixtureDir, "tiny-draft.ninfer")
+	model := draftModel(t)
 	p := testParams(model, writeCorpus(t, 32, 512))
 	p.Prompts, p.Gens, p.Pairs, p.Repetitions, p.Warmup = nil, []int{6}, nil, 1, 0
 	p.Spec, p.DraftTokens = SpecMTP, 1

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ninfer/ninfer/internal/testfixture"
 	"github.com/ninfer/ninfer/pkg/artifact"
 	"github.com/ninfer/ninfer/pkg/convert"
 	"github.com/ninfer/ninfer/pkg/format"
@@ -19,26 +20,21 @@ import (
 	"github.com/ninfer/ninfer/pkg/testmodel"
 )
 
-func genModel(t *testing.T, mut func(*testmodel.Options)) string {
+// convertMapped converts src with opt into a fresh temporary directory and
+// opens the result mapped; it is closed when the test ends.
+func convertMapped(t *testing.T, src string, opt convert.Options) (*artifact.File, convert.Result) {
 	t.Helper()
-	o := testmodel.DefaultOptions()
-	if mut != nil {
-		mut(&o)
-	}
-	dir := filepath.Join(t.TempDir(), "hf")
-	if _, err := testmodel.WriteDir(dir, o, false); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
-func mustRecipe(t *testing.T, name string) recipe.Recipe {
-	t.Helper()
-	r, err := recipe.Lookup(name)
+	out := filepath.Join(t.TempDir(), "m.ninfer")
+	res, err := convert.Convert(context.Background(), src, out, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return r
+	f, err := artifact.OpenMapped(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f, res
 }
 
 // groupBound is the largest decode error allowed for element i of a row,
@@ -80,7 +76,7 @@ func groupBound(f format.Format, row []float32, i int) float64 {
 // result, and checks every tensor decodes to the checkpoint values within
 // its format's bound.
 func TestConvertPresets(t *testing.T) {
-	src := genModel(t, nil)
+	src := testfixture.HFDir(t, nil)
 	dir, err := hfdir.Open(src)
 	if err != nil {
 		t.Fatal(err)
@@ -88,16 +84,7 @@ func TestConvertPresets(t *testing.T) {
 	defer dir.Close()
 	for _, name := range recipe.Names() {
 		t.Run(name, func(t *testing.T) {
-			out := filepath.Join(t.TempDir(), "m.ninfer")
-			res, err := convert.Convert(context.Background(), src, out, convert.Options{Recipe: mustRecipe(t, name), Workers: 2})
-			if err != nil {
-				t.Fatal(err)
-			}
-			f, err := artifact.OpenMapped(out)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
+			f, res := convertMapped(t, src, convert.Options{Recipe: testfixture.Recipe(t, name), Workers: 2})
 			if res.Objects != len(f.Objects) {
 				t.Errorf("Result.Objects = %d, file has %d", res.Objects, len(f.Objects))
 			}
@@ -155,21 +142,13 @@ func TestConvertPresets(t *testing.T) {
 func TestConvertLayoutsAgree(t *testing.T) {
 	// The multimodal, sharded layout must give the same tensors as the
 	// text-only single-file one (same seed).
-	a := genModel(t, nil)
-	b := genModel(t, func(o *testmodel.Options) { o.Multimodal = true; o.Shards = 3 })
-	r := mustRecipe(t, "q8")
+	a := testfixture.HFDir(t, nil)
+	b := testfixture.HFDir(t, func(o *testmodel.Options) { o.Multimodal = true; o.Shards = 3 })
+	r := testfixture.Recipe(t, "q8")
 	var objs [2][]artifact.Object
 	for i, src := range []string{a, b} {
-		out := filepath.Join(t.TempDir(), "m.ninfer")
-		if _, err := convert.Convert(context.Background(), src, out, convert.Options{Recipe: r}); err != nil {
-			t.Fatal(err)
-		}
-		f, err := artifact.Open(out)
-		if err != nil {
-			t.Fatal(err)
-		}
+		f, _ := convertMapped(t, src, convert.Options{Recipe: r})
 		objs[i] = f.Objects
-		f.Close()
 	}
 	if len(objs[0]) != len(objs[1]) {
 		t.Fatalf("object counts differ: %d vs %d", len(objs[0]), len(objs[1]))
@@ -241,11 +220,11 @@ func TestConvertRefusesBadInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			src := genModel(t, nil)
+			src := testfixture.HFDir(t, nil)
 			c.mutate(t, src)
 			outDir := t.TempDir()
 			out := filepath.Join(outDir, "m.ninfer")
-			_, err := convert.Convert(context.Background(), src, out, convert.Options{Recipe: mustRecipe(t, "q8")})
+			_, err := convert.Convert(context.Background(), src, out, convert.Options{Recipe: testfixture.Recipe(t, "q8")})
 			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 				t.Fatalf("err = %v, want it to mention %q", err, c.wantErr)
 			}
@@ -257,11 +236,11 @@ func TestConvertRefusesBadInput(t *testing.T) {
 }
 
 func TestConvertCancelled(t *testing.T) {
-	src := genModel(t, nil)
+	src := testfixture.HFDir(t, nil)
 	outDir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := convert.Convert(ctx, src, filepath.Join(outDir, "m.ninfer"), convert.Options{Recipe: mustRecipe(t, "q8")})
+	_, err := convert.Convert(ctx, src, filepath.Join(outDir, "m.ninfer"), convert.Options{Recipe: testfixture.Recipe(t, "q8")})
 	if err == nil || !strings.Contains(err.Error(), "canceled") {
 		t.Fatalf("err = %v, want cancellation", err)
 	}
@@ -271,7 +250,7 @@ func TestConvertCancelled(t *testing.T) {
 }
 
 func TestDraftHead(t *testing.T) {
-	src := genModel(t, nil)
+	src := testfixture.HFDir(t, nil)
 	corpus := []int32{5, 5, 5, 9, 9, 3, 7, 7, 7, 7}
 	ids, err := convert.TopTokens(corpus, 512, 4, []int32{500})
 	if err != nil {
@@ -283,17 +262,8 @@ func TestDraftHead(t *testing.T) {
 			t.Fatalf("TopTokens = %v, want %v", ids, want)
 		}
 	}
-	out := filepath.Join(t.TempDir(), "m.ninfer")
-	_, err = convert.Convert(context.Background(), src, out, convert.Options{Recipe: mustRecipe(t, "bf16"),
+	f, _ := convertMapped(t, src, convert.Options{Recipe: testfixture.Recipe(t, "bf16"),
 		Draft: &convert.DraftHead{TokenIDs: ids, Source: "test"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := artifact.OpenMapped(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	head, ok1 := f.Object(qwen35.NameDraftHead)
 	idObj, ok2 := f.Object(qwen35.NameDraftIDs)
 	full, ok3 := f.Object(qwen35.NameOutputHead)

@@ -9,6 +9,7 @@ import (
 	"math"
 
 	"github.com/ninfer/ninfer/pkg/backend"
+	"github.com/ninfer/ninfer/pkg/layout"
 	"github.com/ninfer/ninfer/pkg/qwen35"
 )
 
@@ -121,12 +122,17 @@ func New(w Weights, be backend.Backend, o Options) (*Engine, error) {
 		}
 		e.layers = append(e.layers, ly)
 	}
-	e.ws, err = backend.NewArena(be, "workspace", WorkspaceBytes(cfg, o.PrefillChunk, o.LogitsRows))
+	e.ws, err = backend.NewArena(be, "workspace", WorkspaceBytes(cfg, e.stepTokens(), o.LogitsRows))
 	if err != nil {
+		e.be.Free(e.weights.Buffer())
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	return e, nil
 }
+
+// stepTokens is the most tokens one step processes: min(prefill chunk,
+// max context).
+func (e *Engine) stepTokens() int { return layout.StepTokens(e.opts.MaxContext, e.opts.PrefillChunk) }
 
 // Config is the model config.
 func (e *Engine) Config() qwen35.Config { return e.cfg }
@@ -148,78 +154,28 @@ func (e *Engine) Close() {
 	e.be.Free(e.ws.Buffer())
 }
 
-// wsPlan lists the workspace allocations of one step of T tokens, in the
-// order forward makes them: the residual stream and normed input live for
-// the whole step; mixer and MLP buffers are released after each use.
-func wsPlan(c qwen35.Config, T, logitRows int) (base []int64, sets [][]int64) {
-	f := func(cols int) int64 { return 4 * int64(T) * int64(cols) }
-	H, hd, nh, nkv := c.HiddenSize, c.HeadDim, c.NumAttentionHeads, c.NumKeyValueHeads
-	nv := c.LinearNumValueHeads
-	base = []int64{f(H), f(H)}
-	attn := []int64{f(2 * nh * hd), f(nh * hd), f(nkv * hd), f(nkv * hd), f(nh * hd)}
-	gdn := []int64{f(c.ConvDim()), f(c.ConvDim()), f(c.ValueDim()), f(nv), f(nv), f(nv), f(nv), f(c.ValueDim()), f(c.ValueDim())}
-	mlp := []int64{f(c.IntermediateSize), f(c.IntermediateSize)}
-	logits := []int64{4 * int64(logitRows) * int64(c.VocabSize), 4 * int64(logitRows)}
-	return base, [][]int64{attn, gdn, mlp, logits}
-}
-
-// WorkspaceBytes is the size of the per-step workspace arena for prefill
-// chunks of T tokens and logitRows rows of logits (a dry run of the step's
-// allocations).
+// WorkspaceBytes is the size of the per-step workspace arena for steps of
+// T tokens and logitRows rows of logits: the largest phase of
+// layout.Workspace (the forward pass allocates exactly those terms).
 func WorkspaceBytes(c qwen35.Config, T, logitRows int) int64 {
-	base, sets := wsPlan(c, T, logitRows)
-	var best int64
-	for _, s := range sets {
-		var sz backend.Sizer
-		for _, n := range base {
-			sz.Add(n)
-		}
-		for _, n := range s {
-			sz.Add(n)
-		}
-		best = max(best, sz.Bytes())
-	}
-	return best
+	_, capacity := layout.Workspace(c, T, logitRows)
+	return capacity
 }
 
-// SequenceBytes is the size of one sequence's state arena: the paged KV
-// cache (all full-attention layers share page ids), the block table, GDN
-// recurrent and conv state slots, and the control buffers.
-func SequenceBytes(c qwen35.Config, o Options, kf backend.KVFormat) int64 {
-	var sz backend.Sizer
-	for _, n := range seqPlan(c, o, kf) {
-		sz.Add(n.bytes)
-	}
-	return sz.Bytes()
+// SequenceBytes is the size of one sequence's state arena (layout.Sequence:
+// the paged KV cache, the GDN recurrent and conv state slots, the block
+// table and the control buffers) for options o with defaults filled in.
+func SequenceBytes(c qwen35.Config, o Options, kf backend.KVFormat) (int64, error) {
+	a, _, err := layout.Sequence(c, seqOptions(o, kf))
+	return a.Capacity, err
 }
 
-type named struct {
-	name  string
-	bytes int64
+// seqOptions are the layout inputs of a sequence arena.
+func seqOptions(o Options, kf backend.KVFormat) layout.SequenceOptions {
+	return layout.SequenceOptions{MaxContext: o.MaxContext, StepTokens: layout.StepTokens(o.MaxContext, o.PrefillChunk),
+		KVDtype: kf.String(), StateSlots: o.StateSlots}
 }
 
-func pagesFor(maxCtx int) int { return (maxCtx + backend.KVPage - 1) / backend.KVPage }
-
-func seqPlan(c qwen35.Config, o Options, kf backend.KVFormat) []named {
-	pages := pagesFor(o.MaxContext)
-	code, scale := backend.KVPlaneBytes(kf, c.HeadDim)
-	nvec := int64(pages) * int64(c.NumKeyValueHeads) * backend.KVPage
-	var out []named
-	out = append(out, named{"block_table", 4 * int64(pages)})
-	for range c.FullLayers() {
-		out = append(out, named{"kv.k", nvec * code}, named{"kv.v", nvec * code})
-		if scale > 0 {
-			out = append(out, named{"kv.k_scale", nvec * scale}, named{"kv.v_scale", nvec * scale})
-		}
-	}
-	ssm := 4 * int64(c.LinearNumValueHeads) * int64(c.LinearKeyHeadDim) * int64(c.LinearValueHeadDim)
-	conv := 4 * int64(c.ConvDim()) * int64(c.LinearConvKernelDim-1)
-	for range c.LinearLayers() {
-		out = append(out, named{"gdn.ssm", ssm * int64(o.StateSlots)}, named{"gdn.conv", conv * int64(o.StateSlots)})
-	}
-	T := int64(o.PrefillChunk)
-	out = append(out, named{"ctl.ids", 4 * T}, named{"ctl.pos", 4 * T}, named{"ctl.in_slot", 4})
-	return out
-}
+func pagesFor(maxCtx int) int { return layout.Pages(maxCtx) }
 
 func invSqrt(n int) float32 { return float32(1 / math.Sqrt(float64(n))) }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ninfer/ninfer/pkg/backend"
+	"github.com/ninfer/ninfer/pkg/layout"
 )
 
 // Sequence is one generation stream: its own sequence arena (paged KV
@@ -33,42 +34,45 @@ type Sequence struct {
 // ErrContext is returned when a request would exceed the context limit.
 var ErrContext = errors.New("context limit exceeded")
 
-// NewSequence allocates a sequence's state arena.
+// NewSequence allocates a sequence's state arena and carves it by the
+// terms of layout.Sequence.
 func (e *Engine) NewSequence() (*Sequence, error) {
 	c, o := e.cfg, e.opts
-	plan := seqPlan(c, o, e.kvFmt)
-	arena, err := backend.NewArena(e.be, "sequence", SequenceBytes(c, o, e.kvFmt))
+	lay, g, err := layout.Sequence(c, seqOptions(o, e.kvFmt))
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	s := &Sequence{e: e, arena: arena, pages: pagesFor(o.MaxContext), verifyAt: -1}
-	views := make([]backend.View, len(plan))
-	for i, n := range plan {
-		if views[i], err = arena.Alloc(n.bytes); err != nil {
-			return nil, fmt.Errorf("engine: sequence %s: %w", n.name, err)
-		}
+	arena, err := backend.NewArena(e.be, "sequence", lay.Capacity)
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
 	}
-	i := 0
-	next := func() backend.View { i++; return views[i-1] }
-	s.table = next()
-	_, scale := backend.KVPlaneBytes(e.kvFmt, c.HeadDim)
-	for range c.FullLayers() {
+	s := &Sequence{e: e, arena: arena, pages: g.Pages, verifyAt: -1}
+	views, err := carve(arena, lay)
+	if err != nil {
+		e.be.Free(arena.Buffer())
+		return nil, err
+	}
+	at := func(term string, off int64) backend.View {
+		v := views[term]
+		v.Off += off
+		return v
+	}
+	s.table = views["block_table"]
+	for l := range c.FullLayers() {
+		k, v, ks, vs := g.KVPlanes(l)
 		kv := backend.KVLayer{Format: e.kvFmt, KVHeads: c.NumKeyValueHeads, HeadDim: c.HeadDim, Pages: s.pages,
-			BlockTable: s.table, TableLen: s.pages}
-		kv.K, kv.V = next(), next()
-		if scale > 0 {
-			kv.KS, kv.VS = next(), next()
+			BlockTable: s.table, TableLen: s.pages, K: at("kv.text", k), V: at("kv.text", v)}
+		if g.KVScale > 0 {
+			kv.KS, kv.VS = at("kv.text", ks), at("kv.text", vs)
 		}
 		s.kv = append(s.kv, kv)
 	}
-	for range c.LinearLayers() {
-		ssm, conv := next(), next()
-		s.ssm = append(s.ssm, backend.StateSlots{View: ssm, Slots: o.StateSlots,
-			SlotBytes: 4 * int64(c.LinearNumValueHeads) * int64(c.LinearKeyHeadDim) * int64(c.LinearValueHeadDim)})
-		s.conv = append(s.conv, backend.StateSlots{View: conv, Slots: o.StateSlots,
-			SlotBytes: 4 * int64(c.ConvDim()) * int64(c.LinearConvKernelDim-1)})
+	for l := range c.LinearLayers() {
+		s.ssm = append(s.ssm, backend.StateSlots{View: at("gdn.ssm_state", g.SSMOffset(l)), Slots: g.Slots, SlotBytes: g.SSMSlotBytes})
+		s.conv = append(s.conv, backend.StateSlots{View: at("gdn.conv_state", g.ConvOffset(l)), Slots: g.Slots, SlotBytes: g.ConvSlotBytes,
+			BF16: g.ConvSlotBytes == 2*g.ConvSlotFloats})
 	}
-	s.ids, s.pos, s.inSlot = next(), next(), next()
+	s.ids, s.pos, s.inSlot = views["ctl.ids"], views["ctl.pos"], views["ctl.in_slot"]
 	s.hostIDs = make([]int32, o.PrefillChunk)
 	s.hostPos = make([]int32, o.PrefillChunk)
 	s.hostSlot = make([]int32, 1)
@@ -84,6 +88,26 @@ func (e *Engine) NewSequence() (*Sequence, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// carve allocates every term of lay from arena in order and checks that
+// each lands at its planned offset; it returns the views by term name.
+func carve(arena *backend.Arena, lay layout.Arena) (map[string]backend.View, error) {
+	if arena.Cap() != lay.Capacity {
+		return nil, fmt.Errorf("engine: %s arena: %d bytes allocated, layout has %d", lay.Name, arena.Cap(), lay.Capacity)
+	}
+	views := make(map[string]backend.View, len(lay.Terms))
+	for _, t := range lay.Terms {
+		v, err := arena.Alloc(t.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("engine: %s %s: %w", lay.Name, t.Name, err)
+		}
+		if v.Off != t.Offset {
+			return nil, fmt.Errorf("engine: %s %s: at offset %d, layout has %d", lay.Name, t.Name, v.Off, t.Offset)
+		}
+		views[t.Name] = v
+	}
+	return views, nil
 }
 
 // Bytes is the size of the sequence arena.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ninfer/ninfer/pkg/backend"
 	"github.com/ninfer/ninfer/pkg/format"
+	"github.com/ninfer/ninfer/pkg/layout"
 	"github.com/ninfer/ninfer/pkg/qwen35"
 )
 
@@ -20,10 +21,8 @@ type Weights interface {
 }
 
 // isVector reports classes the engine keeps as fp32 vectors/small matrices
-// (norm weights, the conv kernel, GDN control parameters).
-func isVector(c qwen35.Class) bool {
-	return c == qwen35.ClassNorm || c == qwen35.ClassConv || c == qwen35.ClassControl
-}
+// (norm weights, the conv kernel, GDN control parameters): layout.IsVector.
+func isVector(c qwen35.Class) bool { return layout.IsVector(c) }
 
 // toF32 decodes a bf16/fp32 payload to float32 values.
 func toF32(id string, f format.Format, data []byte, n int64) ([]float32, error) {
@@ -67,8 +66,9 @@ type bound struct {
 	vecs map[string]backend.View
 }
 
-// bindWeights uploads the text tensors into one "weights" arena (the
-// planned allocation): matrices keep their packed format, vectors become fp32.
+// bindWeights uploads the text tensors into one "weights" arena laid out by
+// layout.Weights (one term per tensor in inventory order, bytes
+// layout.BoundBytes): matrices keep their packed format, vectors become fp32.
 func bindWeights(be backend.Backend, w Weights, cfg qwen35.Config) (*backend.Arena, *bound, error) {
 	type item struct {
 		t    qwen35.Tensor
@@ -77,7 +77,7 @@ func bindWeights(be backend.Backend, w Weights, cfg qwen35.Config) (*backend.Are
 		vec  []float32
 	}
 	var items []item
-	var sz backend.Sizer
+	var terms []layout.Term
 	for _, t := range cfg.Tensors() {
 		if t.Component != qwen35.ComponentText {
 			continue // MTP head: not bound by this engine yet
@@ -98,42 +98,46 @@ func bindWeights(be backend.Backend, w Weights, cfg qwen35.Config) (*backend.Are
 			if it.vec, err = toF32(t.Name, f, data, n); err != nil {
 				return nil, nil, err
 			}
-			sz.Add(4 * n)
+			terms = append(terms, layout.Term{Name: t.Name, Bytes: layout.BoundBytes(t.Class, n, int64(len(data)))})
 		} else {
 			if len(shape) != 2 {
 				return nil, nil, fmt.Errorf("engine: tensor %s: want a matrix, got shape %v", t.Name, shape)
 			}
-			sz.Add(int64(len(data)))
+			terms = append(terms, layout.Term{Name: t.Name, Bytes: layout.BoundBytes(t.Class, 0, int64(len(data)))})
 		}
 		items = append(items, it)
 	}
-	arena, err := backend.NewArena(be, "weights", sz.Bytes())
+	lay := layout.Weights(terms)
+	arena, err := backend.NewArena(be, "weights", lay.Capacity)
 	if err != nil {
 		return nil, nil, fmt.Errorf("engine: %w", err)
 	}
+	views, err := carve(arena, lay)
+	if err != nil {
+		be.Free(arena.Buffer())
+		return nil, nil, err
+	}
 	bd := &bound{mats: map[string]*backend.Weight{}, vecs: map[string]backend.View{}}
+	fail := func(err error) (*backend.Arena, *bound, error) {
+		be.Free(arena.Buffer())
+		return nil, nil, err
+	}
 	for _, it := range items {
+		v := views[it.t.Name]
 		if it.vec != nil {
-			v, err := arena.Alloc(int64(4 * len(it.vec)))
-			if err == nil {
-				err = be.UploadF32(v, it.vec)
-			}
+			err := be.UploadF32(v, it.vec)
 			if err != nil {
-				return nil, nil, fmt.Errorf("engine: tensor %s: %w", it.t.Name, err)
+				return fail(fmt.Errorf("engine: tensor %s: %w", it.t.Name, err))
 			}
 			bd.vecs[it.t.Name] = v
 			continue
 		}
-		v, err := arena.Alloc(int64(len(it.data)))
-		if err == nil {
-			err = be.Upload(v, it.data)
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("engine: tensor %s: %w", it.t.Name, err)
+		if err := be.Upload(v, it.data); err != nil {
+			return fail(fmt.Errorf("engine: tensor %s: %w", it.t.Name, err))
 		}
 		m, err := be.PrepareWeight(it.t.Name, it.f, int(it.t.Shape[0]), int(it.t.Shape[1]), v, int64(len(it.data)))
 		if err != nil {
-			return nil, nil, fmt.Errorf("engine: %w", err)
+			return fail(fmt.Errorf("engine: %w", err))
 		}
 		bd.mats[it.t.Name] = m
 	}

@@ -1,8 +1,11 @@
 // Package plan computes ninfer's device memory plan: one function, New,
 // shared by ninfer-plan, ninfer-bench and the engine. "Plan = reality": the
-// engine allocates exactly the arenas and named buffers of a Plan, and the
-// runtime memory object is the plan's Memory with only the measured fields
-// (available_after_weights_bytes, available_after_startup_bytes) replaced.
+// engine's buffers are defined once, in pkg/layout; the engine sizes and
+// carves its weights, sequence and workspace arenas from those terms and
+// New builds its arenas from the same functions, so the capacities agree
+// exactly. The runtime memory object is the plan's Memory with the measured
+// fields (available_after_weights_bytes, available_after_startup_bytes) as
+// inputs.
 //
 // Inputs:
 //   - a qwen35.Config (the model geometry);
@@ -10,27 +13,27 @@
 //     SelectDevice picks those placed on the device (text always; mtp/* only
 //     with Spec mtp; the proposal head only with a spec and LMHeadDraft);
 //   - Options: context, KV capacity (explicit tokens or auto), KV dtype,
-//     prefill chunk, speculation, CUDA graphs, backend, and the memory
-//     budget (device total for offline planning, or the measured free
+//     prefill chunk, logits rows, speculation, CUDA graphs, backend, and the
+//     memory budget (device total for offline planning, or the measured free
 //     memory after weights).
 //
 // Outputs (Plan):
-//   - Weights: the weights arena, one Term per device object at a 256-byte
-//     aligned offset (capacity = Σ align_up(bytes, 256)).
-//   - Sequence: the persistent per-sequence arena, a list of named Terms at
-//     256-byte aligned offsets: "kv.text", "kv.mtp", "gdn.ssm_state",
-//     "gdn.conv_state", then the other sequence buffers ("seq.*").
-//   - Workspace: per-phase lists of named Terms ("prefill", "decode",
-//     "mtp_verify", "mtp_prefill", "mtp_draft"), each laid out from offset 0;
-//     the workspace arena capacity is the largest phase.
-//   - GraphAllowanceBytes, the KV capacity resolution (Resolution) and the
-//     schema-15 memory object (Memory), encoded by Memory.JSON.
+//   - Weights: layout.Weights: one Term per device object in the engine's
+//     binding order, norm/conv/control vectors widened to fp32.
+//   - Sequence: layout.Sequence ("kv.text", "gdn.ssm_state",
+//     "gdn.conv_state", "block_table", "ctl.*"), plus "kv.mtp" with MTP.
+//   - Phases: layout.Workspace ("attention", "gdn", "mlp", "logits"), each
+//     laid out from offset 0; the workspace capacity is the largest phase.
+//   - GraphAllowanceBytes, the KV capacity resolution (Resolution), the
+//     backend scratch outside the arenas (ScratchBytes, reported only) and
+//     the schema-15 memory object (Memory), encoded by Memory.JSON.
 //
-// The KV and GDN formulas and resolve_kv_capacity follow
-// shared/reference/ninfer-bench.md §4. The "seq.*" buffers and the workspace
-// phases are ninfer's own layout, not upstream's; docs/PLAN.md lists them.
-// GDN state slots: 1 without speculation; k+1 with MTP k (the verify pass
-// writes the state after column t into slot t; after acceptance of a drafts
-// the next round reads slot a). Options.GDNStateSlots overrides this (the
-// seed reconciliation uses 1, matching upstream's replay-record design).
+// The KV sizes, the graph allowance and resolve_kv_capacity follow
+// shared/reference/ninfer-bench.md §4. The weights widening, the non-state
+// sequence buffers, the workspace phases, the GDN slot count (1; k+1 with
+// MTP k) and the fp32 conv state are ninfer's own (docs/PLAN.md);
+// Options.GDNStateSlots, ConvStateBytes and the measured overrides reproduce
+// upstream's figures (the seed reconciliation). The MTP head's own arenas
+// are not yet in pkg/layout: with MTP only the reference kv.mtp term and the
+// MTP weights objects are planned.
 package plan

@@ -3,12 +3,14 @@ package plan
 import (
 	"fmt"
 	"strings"
+
+	"github.com/ninfer/ninfer/pkg/layout"
 )
 
 // Constants of the plan.
 const (
-	PageTokens           = 64               // tokens per KV page (page group)
-	ArenaAlignment       = 256              // alignment of every arena term
+	PageTokens           = layout.KVPage    // tokens per KV page (page group)
+	ArenaAlignment       = layout.Align     // alignment of every arena term
 	DefaultHeadroomBytes = int64(1) << 30   // auto KV capacity headroom
 	CUDARuntimeOverhead  = int64(512) << 20 // offline planning: CUDA context + runtime
 	MaxDraftTokens       = 5                // MTP k ∈ [1, 5]
@@ -17,7 +19,6 @@ const (
 	graphSmallCtx        = 4096             // MTP graph allowance threshold
 	defaultPrefillChunk  = 1024             // prefill chunk when Options leave it 0
 	defaultMaxContextCap = int64(262144)    // auto max-context cap without max_position_embeddings
-	MaxAttnSplits        = 64               // split-KV partials per query head (workspace)
 )
 
 // KVDtype is the KV cache element type as the CLIs spell it.
@@ -51,17 +52,16 @@ func (d KVDtype) CacheName() string {
 }
 
 // BytesPerTokenHead is the K+V size of one token of one KV head, codes plus
-// FP16 scales: bf16 4d; int8-group64 2d + 2·2·ceil(d/64); fp8-row256
-// 2d + 2·2·ceil(d/256). At d = 256: 1024, 528, 516.
+// fp16 scales, as the engine stores it (layout.KVPlaneBytes): bf16 4d;
+// int8-group64 2d + 2·2·ceil(d/64); fp8 2d + 2·2 (one scale per head
+// vector; the reference's fp8-row256 2d + 2·2·ceil(d/256) is the same for
+// d ≤ 256). At d = 256: 1024, 528, 516.
 func (d KVDtype) BytesPerTokenHead(headDim int) int64 {
-	h := int64(headDim)
-	switch d {
-	case KVInt8:
-		return 2*h + 4*ceilDiv(h, 64)
-	case KVFP8:
-		return 2*h + 4*ceilDiv(h, 256)
+	code, scale, err := layout.KVPlaneBytes(string(d), headDim)
+	if err != nil {
+		code, scale, _ = layout.KVPlaneBytes("bf16", headDim)
 	}
-	return 4 * h
+	return 2 * (code + scale)
 }
 
 // Spec is the speculative decoding backend.
@@ -119,6 +119,20 @@ type Options struct {
 	// GDNStateSlots overrides the number of GDN state slots (0 = 1 without
 	// speculation, k+1 with MTP k).
 	GDNStateSlots int
+	// ConvStateBytes overrides the GDN conv state element size (0 = the
+	// engine's, layout.ConvStateElemBytes; the seed reconciliation uses
+	// the reference's bf16, 2).
+	ConvStateBytes int
+	// LogitsRows are the rows of the logits workspace (engine
+	// Options.LogitsRows; 0 = 1 without speculation, k+1 with MTP k, as
+	// ninfer-bench runs the engine); capped at the prefill chunk.
+	LogitsRows int64
+	// BackendScratchBytes is the backend's memory outside the arenas (the
+	// CPU kernels' per-thread scratch, CPU.ScratchBytes(), measured). It is
+	// reported as Plan.ScratchBytes and in the table only: it is allocated
+	// with the backend, before A is measured, so it is not part of the
+	// runtime reservation or the memory object.
+	BackendScratchBytes int64
 
 	// The memory budget, one of:
 	// AvailableAfterWeightsBytes: A measured after the weights are resident
@@ -132,7 +146,7 @@ type Options struct {
 
 	// Measured overrides (0 = computed from ninfer's own layout).
 	WorkspaceBytesOverride     int64 // workspace arena capacity
-	SequenceOtherBytesOverride int64 // the "seq.*" buffers, as one term
+	SequenceOtherBytesOverride int64 // the non-state sequence buffers (block table, ctl.*), as one term
 	AvailableAfterStartupBytes int64 // measured free memory after startup
 }
 
@@ -193,6 +207,19 @@ func (o Options) withDefaults() (Options, error) {
 	if o.HeadroomBytes < 0 {
 		return o, fmt.Errorf("headroom must be non-negative (got %d)", o.HeadroomBytes)
 	}
+	if o.LogitsRows < 0 || o.BackendScratchBytes < 0 {
+		return o, fmt.Errorf("logits rows and backend scratch must be non-negative")
+	}
+	if o.LogitsRows == 0 {
+		o.LogitsRows = 1
+		if o.Spec == SpecMTP {
+			o.LogitsRows = int64(o.DraftTokens) + 1
+		}
+	}
+	o.LogitsRows = min(o.LogitsRows, o.PrefillChunk)
+	if o.ConvStateBytes != 0 && o.ConvStateBytes != 2 && o.ConvStateBytes != 4 {
+		return o, fmt.Errorf("conv state element size %d must be 2 (bf16) or 4 (fp32)", o.ConvStateBytes)
+	}
 	if o.GDNStateSlots < 0 {
 		return o, fmt.Errorf("GDN state slots must be non-negative (got %d)", o.GDNStateSlots)
 	}
@@ -220,8 +247,6 @@ func (o Options) KVCapacityMode() string {
 }
 
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
-
-func alignUp(v int64) int64 { return (v + ArenaAlignment - 1) / ArenaAlignment * ArenaAlignment }
 
 // Validate checks the options without a model (the checks New makes first).
 func (o Options) Validate() error {

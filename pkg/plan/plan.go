@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/ninfer/ninfer/pkg/qwen35"
-	"github.com/ninfer/ninfer/pkg/recipe"
 )
 
 // Refusal errors: errors.Is(err, ErrWeightsDoNotFit) and
@@ -47,10 +46,14 @@ type Plan struct {
 	KV          KVGeometry
 	GDN         GDNGeometry
 
-	Weights   Arena   // device objects at 256-byte aligned offsets
-	Sequence  Arena   // persistent per-sequence arena
-	Phases    []Arena // workspace phases, each laid out from offset 0
+	Weights   Arena   // device objects as the engine binds them (layout.Weights)
+	Sequence  Arena   // persistent per-sequence arena (layout.Sequence + kv.mtp)
+	Phases    []Arena // workspace phases (layout.Workspace), each from offset 0
 	Workspace int64   // workspace arena capacity (largest phase or override)
+
+	// ScratchBytes is the backend's memory outside the arenas
+	// (Options.BackendScratchBytes): reported, not reserved.
+	ScratchBytes int64
 
 	GraphAllowanceBytes int64
 	RuntimeOverhead     int64 // subtracted from the device total (offline)
@@ -70,15 +73,20 @@ type planAt struct {
 
 func (p planAt) reservation() int64 { return p.seq.Capacity + p.workspace + p.graph }
 
-func at(c qwen35.Config, o Options, maxCtx, pages int64) planAt {
-	seq, kv, gdn := sequenceArena(c, o, maxCtx, pages)
-	phases := workspacePhases(c, o, maxCtx, proposalRows(c))
+func at(c qwen35.Config, o Options, maxCtx, pages int64) (planAt, error) {
+	seq, kv, gdn, err := sequenceArena(c, o, maxCtx, pages)
+	if err != nil {
+		return planAt{}, err
+	}
+	phases := workspacePhases(c, o, maxCtx)
 	return planAt{seq: seq, kv: kv, gdn: gdn, phases: phases, workspace: workspaceCapacity(phases, o),
-		graph: graphAllowance(o, maxCtx, pages*PageTokens)}
+		graph: graphAllowance(o, maxCtx, pages*PageTokens)}, nil
 }
 
-func proposalRows(c qwen35.Config) int64 {
-	return min(int64(recipe.ProposalRows), int64(c.VocabSize))
+// reservationAt is at(...).reservation().
+func reservationAt(c qwen35.Config, o Options, maxCtx, pages int64) (int64, error) {
+	p, err := at(c, o, maxCtx, pages)
+	return p.reservation(), err
 }
 
 // New computes the memory plan of model c with the given artifact objects.
@@ -97,12 +105,10 @@ func New(c qwen35.Config, objects []Object, opts Options) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Config: c, KVCacheName: o.KVDtype.CacheName()}
-	items := make([]Term, len(dev))
-	for i, d := range dev {
-		items[i] = Term{Name: d.ID, Bytes: d.Bytes}
+	p := &Plan{Config: c, KVCacheName: o.KVDtype.CacheName(), ScratchBytes: o.BackendScratchBytes}
+	if p.Weights, err = weightsArena(c, dev); err != nil {
+		return nil, err
 	}
-	p.Weights = layout("weights", items)
 
 	// A: the memory available after the weights.
 	A := o.AvailableAfterWeightsBytes
@@ -133,7 +139,10 @@ func New(c qwen35.Config, objects []Object, opts Options) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	pa := at(c, o, o.MaxContext, res.Pages)
+	pa, err := at(c, o, o.MaxContext, res.Pages)
+	if err != nil {
+		return nil, err
+	}
 	if got := pa.reservation(); got != res.ReservationBytes {
 		return nil, fmt.Errorf("internal: plan is not affine in pages: reservation %d at %d pages, resolved %d", got, res.Pages, res.ReservationBytes)
 	}
@@ -151,9 +160,16 @@ func resolve(c qwen35.Config, o Options, A int64) (Resolution, error) {
 	C := int64(o.MaxConcurrency)
 	logical := ceilDiv(o.MaxContext, PageTokens)
 	r := Resolution{Mode: o.KVCapacityMode(), MinPages: max(logical, C), MaxPages: C * logical, AvailableAfterWeightsBytes: A}
-	r.MinimumReservationBytes = at(c, o, o.MaxContext, r.MinPages).reservation()
+	var err error
+	if r.MinimumReservationBytes, err = reservationAt(c, o, o.MaxContext, r.MinPages); err != nil {
+		return r, err
+	}
 	if r.MinPages < r.MaxPages {
-		r.IncrementBytes = at(c, o, o.MaxContext, r.MinPages+1).reservation() - r.MinimumReservationBytes
+		next, err := reservationAt(c, o, o.MaxContext, r.MinPages+1)
+		if err != nil {
+			return r, err
+		}
+		r.IncrementBytes = next - r.MinimumReservationBytes
 	}
 	budget := A
 	if r.Mode == "explicit" {
@@ -188,11 +204,15 @@ func resolve(c qwen35.Config, o Options, A int64) (Resolution, error) {
 // limit) whose auto-mode reservation fits A − headroom.
 func largestContext(c qwen35.Config, o Options, A, limit int64) (int64, error) {
 	budget := A - o.HeadroomBytes
+	if _, err := at(c, o, PageTokens, 1); err != nil {
+		return 0, err
+	}
 	fits := func(pages int64) bool {
-		return at(c, o, pages*PageTokens, pages).reservation() <= budget
+		r, _ := reservationAt(c, o, pages*PageTokens, pages) // errors depend on the options only, checked above
+		return r <= budget
 	}
 	if !fits(1) {
-		need := at(c, o, PageTokens, 1).reservation()
+		need, _ := reservationAt(c, o, PageTokens, 1)
 		return 0, &ReservationError{need, budget}
 	}
 	lo, hi := int64(1), limit/PageTokens // fits(lo) holds
@@ -213,8 +233,8 @@ func largestContext(c qwen35.Config, o Options, A, limit int64) (int64, error) {
 	return lo * PageTokens, nil
 }
 
-// Phase returns the workspace phase of the given name ("prefill",
-// "decode", "mtp_verify", "mtp_prefill", "mtp_draft"), or ok=false.
+// Phase returns the workspace phase of the given name (layout.PhaseAttention,
+// PhaseGDN, PhaseMLP, PhaseLogits), or ok=false.
 func (p *Plan) Phase(name string) (Arena, bool) {
 	for _, a := range p.Phases {
 		if a.Name == name {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ninfer/ninfer/pkg/layout"
 	"github.com/ninfer/ninfer/pkg/qwen35"
 )
 
@@ -59,7 +60,10 @@ func TestBytesPerTokenHead(t *testing.T) {
 	}{
 		{KVBF16, 256, 1024}, {KVInt8, 256, 528}, {KVFP8, 256, 516},
 		{KVBF16, 128, 512}, {KVInt8, 128, 264}, {KVFP8, 128, 260},
-		{KVInt8, 96, 200}, {KVFP8, 320, 648}, {KVBF16, 32, 128},
+		{KVInt8, 96, 200}, {KVBF16, 32, 128},
+		// the engine's fp8 keeps one fp16 scale per head vector (the
+		// reference fp8-row256 would have 648 at d = 320)
+		{KVFP8, 320, 644},
 	}
 	for _, tc := range tests {
 		if got := tc.d.BytesPerTokenHead(tc.hd); got != tc.want {
@@ -79,12 +83,13 @@ func TestBytesPerTokenHead(t *testing.T) {
 
 // TestSeedReconciliation reproduces the seed report's memory object: 27B,
 // MTP k=2, fp8 KV, explicit 16,384 tokens, with the seed's measured
-// workspace, other-sequence bytes, A and startup free memory as inputs and
-// one GDN state slot (upstream's replay-record design).
+// workspace, other-sequence bytes, A and startup free memory as inputs,
+// one GDN state slot (upstream's replay-record design) and upstream's bf16
+// conv state.
 func TestSeedReconciliation(t *testing.T) {
 	o := seedOptions()
 	o.WorkspaceBytesOverride, o.SequenceOtherBytesOverride = seedWorkspace, seedSeqOther
-	o.GDNStateSlots = 1
+	o.GDNStateSlots, o.ConvStateBytes = 1, 2
 	o.AvailableAfterStartupBytes = seedStartup
 	objs := []Object{{ID: "all-weights", Component: "text", Bytes: seedWeights}}
 	p, err := New(q27b(), objs, o)
@@ -114,7 +119,9 @@ func TestSeedReconciliation(t *testing.T) {
 }
 
 // TestSeedEngineLayout checks the same configuration with ninfer's own
-// layout: k+1 = 3 GDN slots and the computed seq.* buffers.
+// layout (pkg/layout): k+1 = 3 GDN slots, the engine's conv state element
+// size and its block table and control buffers, and the engine's workspace
+// phases for 1024-token steps with k+1 = 3 logits rows.
 func TestSeedEngineLayout(t *testing.T) {
 	p, err := New(q27b(), []Object{{ID: "w", Component: "text", Bytes: seedWeights}}, seedOptions())
 	if err != nil {
@@ -123,16 +130,37 @@ func TestSeedEngineLayout(t *testing.T) {
 	if p.GDN.Slots != 3 {
 		t.Fatalf("GDN slots %d, want k+1 = 3", p.GDN.Slots)
 	}
-	other := int64(10485760 + 993280 + 10240 + 10240 + 256 + 256 + 30720) // prefill_hidden, token_counts, tail, boundary, round_state(88), sampling(64), mtp_hidden
-	want := int64(575013888) + 3*153944064 + other
+	// Our GDN slot: 48 × (fp32 S 48·128·128·4 = 3,145,728 + fp32 conv
+	// window 10240·3·4 = 122,880) = 156,893,184 (the seed's bf16 window
+	// gives 153,944,064: TestSeedReconciliation).
+	conv := int64(122880)
+	if layout.ConvStateElemBytes != 4 || p.GDN.SlotBytes != 156893184 || p.KV.PayloadBytes() != 575013888 {
+		t.Errorf("GDN slot %d payload %d, want 156893184 575013888", p.GDN.SlotBytes, p.KV.PayloadBytes())
+	}
+	other := int64(1024 + 4096 + 4096 + 256) // block_table (256 pages), ctl.ids, ctl.pos (1024 tokens), ctl.in_slot
+	want := int64(575013888) + 3*48*(3145728+conv) + other
 	if p.Sequence.Capacity != want {
 		t.Errorf("sequence %d, want %d", p.Sequence.Capacity, want)
 	}
-	if tm, ok := p.Sequence.Term("kv.mtp"); !ok || tm.Bytes != 516*4*64*257 {
-		t.Errorf("kv.mtp = %+v, want %d bytes", tm, 516*4*64*257)
+	for name, bytes := range map[string]int64{"kv.text": 516 * 4 * 64 * 256 * 16, "kv.mtp": 516 * 4 * 64 * 257,
+		"gdn.ssm_state": 48 * 3 * 3145728, "gdn.conv_state": 48 * 3 * conv, "block_table": 1024, "ctl.ids": 4096, "ctl.in_slot": 4} {
+		if tm, ok := p.Sequence.Term(name); !ok || tm.Bytes != bytes {
+			t.Errorf("%s = %+v, want %d bytes", name, tm, bytes)
+		}
 	}
-	if tm, ok := p.Sequence.Term("gdn.ssm_state"); !ok || tm.Bytes != 48*3*3145728 {
-		t.Errorf("gdn.ssm_state = %+v, want %d", tm, 48*3*3145728)
+	// workspace: fp32 [1024, cols] buffers; the GDN phase is the largest.
+	T := int64(1024 * 4)
+	gdn := T * (2*5120 + 2*10240 + 6144 + 4*48 + 2*6144)
+	attn := T * (2*5120 + 2*24*256 + 24*256 + 2*4*256 + 24*256)
+	mlp := T * (2*5120 + 2*17408)
+	logits := 2*T*5120 + layout.AlignUp(3*248320*4)
+	for name, want := range map[string]int64{layout.PhaseGDN: gdn, layout.PhaseAttention: attn, layout.PhaseMLP: mlp, layout.PhaseLogits: logits} {
+		if ph, ok := p.Phase(name); !ok || ph.Capacity != want {
+			t.Errorf("phase %s = %d, want %d", name, ph.Capacity, want)
+		}
+	}
+	if p.Workspace != gdn {
+		t.Errorf("workspace %d, want the GDN phase %d", p.Workspace, gdn)
 	}
 	if p.Memory.RuntimeReservationBytes != p.Sequence.Capacity+p.Workspace+85983232 {
 		t.Errorf("reservation %d != sequence + workspace + graph", p.Memory.RuntimeReservationBytes)
@@ -163,44 +191,54 @@ func checkArena(t *testing.T, a Arena) {
 	}
 }
 
-// TestWorkspaceTiny pins the prefill and decode phases of a tiny config to
+// TestWorkspaceTiny pins the workspace phases of a tiny config to
 // hand-computed sizes (H 64, I 128, V 1000, nh 2, nkv 1, hd 32, nk 2, nv 4,
-// dk = dv 16, conv_dim 128, value_dim 64, chunk 128).
+// dk = dv 16, conv_dim 128, value_dim 64, 128-token steps, one logits row;
+// every buffer fp32).
 func TestWorkspaceTiny(t *testing.T) {
 	p, err := New(tiny(), nil, Options{MaxContext: 1024, KVCapacity: 1024, PrefillChunk: 128, UseCUDAGraph: true, AvailableAfterWeightsBytes: 1 << 30})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := func(b int64) int64 { return (b + 255) / 256 * 256 }
-	T := int64(128)
-	prefill := a(T*64*2) + a(T*192*2) + a(T*8*4) + a(T*128*2) + a(T*64*2) + a(T*256*2) +
-		a(T*4*32*2) + a(2*4*16*16*2) + a(1000*4) + a(4)
-	decode := a(64*2) + a(192*2) + a(8*4) + a(128*2) + a(2*MaxAttnSplits*34*4) + a(64*2) + a(256*2) + a(1000*4) + a(4)
-	if len(p.Phases) != 2 || p.Phases[0].Capacity != prefill || p.Phases[1].Capacity != decode {
-		for _, ph := range p.Phases {
-			t.Logf("%s %d", ph.Name, ph.Capacity)
+	want := map[string]int64{
+		"attention": 2*32768 + 65536 + 32768 + 2*16384 + 32768,    // x, x_norm, q_gate, q, k, v, out
+		"gdn":       2*32768 + 2*65536 + 32768 + 4*2048 + 2*32768, // x, x_norm, qkv, conv_out, z, a, b, g, beta, o, o_norm
+		"mlp":       2*32768 + 2*65536,                            // x, x_norm, gate, up
+		"logits":    2*32768 + 4096,                               // x, x_norm, logits [1, 1000]
+	}
+	if len(p.Phases) != len(want) {
+		t.Fatalf("%d phases, want %d", len(p.Phases), len(want))
+	}
+	for name, w := range want {
+		if ph, ok := p.Phase(name); !ok || ph.Capacity != w {
+			t.Errorf("phase %s = %d (%v), want %d", name, ph.Capacity, ok, w)
 		}
-		t.Fatalf("phases prefill/decode want %d/%d", prefill, decode)
 	}
-	if p.Workspace != prefill {
-		t.Errorf("workspace %d, want the prefill phase %d", p.Workspace, prefill)
+	if p.Workspace != want["gdn"] {
+		t.Errorf("workspace %d, want the gdn phase %d", p.Workspace, want["gdn"])
 	}
-	if ph, ok := p.Phase("decode"); !ok || ph.Capacity != decode {
-		t.Errorf("Phase(decode) = %d %v, want %d", ph.Capacity, ok, decode)
+	if tm, ok := p.Phases[1].Term("gdn.conv_out"); !ok || tm.Bytes != 128*128*4 || tm.Offset != 2*32768+65536 {
+		t.Errorf("gdn.conv_out = %+v %v", tm, ok)
 	}
-	if tm, ok := p.Phases[0].Term("prefill.gdn_chunk_states"); !ok || tm.Bytes != 2*4*16*16*2 {
-		t.Errorf("prefill.gdn_chunk_states = %+v %v", tm, ok)
+	if _, ok := p.Phase("decode"); ok {
+		t.Error("unexpected phase decode")
 	}
-	if _, ok := p.Phase("mtp_verify"); ok {
-		t.Error("mtp_verify phase without speculation")
-	}
-	// GDN slot: 3 layers × (4·16·16·4 + 128·3·2).
-	if p.GDN.Slots != 1 || p.GDN.SlotBytes != 3*(4096+768) {
-		t.Errorf("GDN slots %d slot bytes %d, want 1, %d", p.GDN.Slots, p.GDN.SlotBytes, 3*(4096+768))
+	// GDN slot: 3 layers × (4·16·16·4 + 128·3·conv element).
+	conv := int64(128 * 3 * layout.ConvStateElemBytes)
+	if p.GDN.Slots != 1 || p.GDN.SlotBytes != 3*(4096+conv) {
+		t.Errorf("GDN slots %d slot bytes %d, want 1, %d", p.GDN.Slots, p.GDN.SlotBytes, 3*(4096+conv))
 	}
 	// no spec: graph allowance 12 MiB, no MTP KV.
 	if p.GraphAllowanceBytes != 12<<20 || p.KV.MTPBytes != 0 || p.KV.TextBytes != 16*64*1*128 {
 		t.Errorf("graph %d mtp kv %d text kv %d", p.GraphAllowanceBytes, p.KV.MTPBytes, p.KV.TextBytes)
+	}
+	// A context below the chunk shrinks the steps: 64-token steps.
+	q, err := New(tiny(), nil, Options{MaxContext: 64, KVCapacity: 64, PrefillChunk: 128, AvailableAfterWeightsBytes: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Workspace != want["gdn"]/2 || q.Sequence.Bytes("ctl.ids") != 4*64 {
+		t.Errorf("64-token context: workspace %d ctl.ids %d, want %d %d", q.Workspace, q.Sequence.Bytes("ctl.ids"), want["gdn"]/2, 4*64)
 	}
 }
 
@@ -441,5 +479,31 @@ func TestRandomPlans(t *testing.T) {
 		for _, ph := range p.Phases {
 			checkArena(t, ph)
 		}
+	}
+}
+
+// TestBackendScratch: the CPU kernels' scratch is reported beside the
+// arenas and changes neither the reservation nor the memory object.
+func TestBackendScratch(t *testing.T) {
+	o := Options{MaxContext: 256, KVCapacity: 256, Backend: BackendCPU, AvailableAfterWeightsBytes: 1 << 30}
+	base, err := New(tiny(), nil, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.BackendScratchBytes = 123457
+	p, err := New(tiny(), nil, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.ScratchBytes != 123457 || p.Memory != base.Memory || base.ScratchBytes != 0 {
+		t.Errorf("scratch %d, memory changed: %v", p.ScratchBytes, p.Memory != base.Memory)
+	}
+	var b bytes.Buffer
+	if err := p.WriteTable(&b); err != nil || !strings.Contains(b.String(), "kernel scratch (outside the arenas, not reserved) | 123,457") {
+		t.Errorf("table (%v):\n%s", err, b.String())
+	}
+	o.BackendScratchBytes = -1
+	if _, err := New(tiny(), nil, o); err == nil {
+		t.Error("negative scratch accepted")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ninfer/ninfer/pkg/qwen35"
 	"github.com/ninfer/ninfer/pkg/recipe"
 )
 
@@ -59,8 +60,29 @@ func TestFromRecipeAndTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := alignSum(objs); p.Weights.Capacity != want {
-		t.Errorf("weights %d, want Σ aligned %d", p.Weights.Capacity, want)
+	// The engine binds norm, conv and control vectors widened to fp32.
+	class := map[string]qwen35.Tensor{}
+	for _, t := range c.Tensors() {
+		class[t.Name] = t
+	}
+	var widened int
+	bound := make([]Object, len(objs))
+	for i, o := range objs {
+		bound[i] = o
+		if t, ok := class[o.ID]; ok && (t.Class == qwen35.ClassNorm || t.Class == qwen35.ClassConv || t.Class == qwen35.ClassControl) {
+			n := int64(1)
+			for _, d := range t.Shape {
+				n *= d
+			}
+			bound[i].Bytes = 4 * n
+			widened++
+		}
+	}
+	if want := alignSum(bound); p.Weights.Capacity != want || widened == 0 || want == alignSum(objs) {
+		t.Errorf("weights %d, want Σ aligned bound sizes %d (%d widened vectors; encoded %d)", p.Weights.Capacity, want, widened, alignSum(objs))
+	}
+	if p.Weights.Terms[0].Name != c.Tensors()[0].Name || p.Weights.Terms[len(objs)-1].Name != qwen35.NameDraftIDs {
+		t.Errorf("weights order: first %s last %s, want inventory order, then the proposal head", p.Weights.Terms[0].Name, p.Weights.Terms[len(objs)-1].Name)
 	}
 	var b bytes.Buffer
 	if err := p.WriteTable(&b); err != nil {
@@ -68,7 +90,7 @@ func TestFromRecipeAndTable(t *testing.T) {
 	}
 	out := b.String()
 	for _, want := range []string{"| section", "kv.text (16 layers × 1024 pages)", "gdn.ssm_state (48 layers × 4 slots)",
-		"int8-group64, 528 B per token·kv_head", "phase prefill", group(p.Memory.PlannedSlackBytes), "device total"} {
+		"int8-group64, 528 B per token·kv_head", "phase gdn", "kv.mtp (1 layers × 1025 pages; reference formula)", group(p.Memory.PlannedSlackBytes), "device total"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}

@@ -68,7 +68,7 @@ func (p *Plan) WriteTable(w io.Writer) error {
 		case "kv.text":
 			item = fmt.Sprintf("kv.text (%d layers × %d pages)", p.KV.TextLayers, p.KV.Pages)
 		case "kv.mtp":
-			item = fmt.Sprintf("kv.mtp (%d layers × %d pages)", p.KV.MTPLayers, p.KV.MTPPages)
+			item = fmt.Sprintf("kv.mtp (%d layers × %d pages; reference formula)", p.KV.MTPLayers, p.KV.MTPPages)
 		case "gdn.ssm_state", "gdn.conv_state":
 			item = fmt.Sprintf("%s (%d layers × %d slots)", tm.Name, p.GDN.Layers, p.GDN.Slots)
 		}
@@ -84,6 +84,9 @@ func (p *Plan) WriteTable(w io.Writer) error {
 		}
 	}
 	bytesRow("workspace", "capacity (largest phase)", p.Workspace)
+	if p.ScratchBytes > 0 {
+		bytesRow("backend", "kernel scratch (outside the arenas, not reserved)", p.ScratchBytes)
+	}
 	bytesRow("graphs", "cuda graph allowance", p.GraphAllowanceBytes)
 
 	bytesRow("reservation", "minimum runtime reservation", r.MinimumReservationBytes)

@@ -52,48 +52,30 @@ func RegIncBeta(x, a, b float64) float64 {
 	return front * betaFraction(x, a, b) / a
 }
 
+// lentzTiny stands in for a zero denominator in the modified Lentz method.
+const lentzTiny = 1e-300
+
 // betaFraction evaluates 1/(1+ d1/(1+ d2/(1+ ...))) with
 // d_{2m+1} = −(a+m)(a+b+m)x / ((a+2m)(a+2m+1)) and
 // d_{2m}   =  m(b−m)x / ((a+2m−1)(a+2m)).
 func betaFraction(x, a, b float64) float64 {
-	const (
-		tiny = 1e-300
-		eps  = 1e-16
-	)
+	const eps = 1e-16
 	// Lentz: f = b0 + a1/(b1 + a2/(b2 + ...)) with b0 = 0 handled by
 	// starting from the first term 1/(1 + d1).
 	c := 1.0
 	d := 1 - (a+b)*x/(a+1)
-	if math.Abs(d) < tiny {
-		d = tiny
+	if math.Abs(d) < lentzTiny {
+		d = lentzTiny
 	}
 	d = 1 / d
 	f := d
 	for m := 1; m <= 10000; m++ {
 		fm := float64(m)
 		// even step
-		num := fm * (b - fm) * x / ((a + 2*fm - 1) * (a + 2*fm))
-		d = 1 + num*d
-		if math.Abs(d) < tiny {
-			d = tiny
-		}
-		c = 1 + num/c
-		if math.Abs(c) < tiny {
-			c = tiny
-		}
-		d = 1 / d
+		c, d = lentzStep(c, d, fm*(b-fm)*x/((a+2*fm-1)*(a+2*fm)))
 		f *= d * c
 		// odd step
-		num = -(a + fm) * (a + b + fm) * x / ((a + 2*fm) * (a + 2*fm + 1))
-		d = 1 + num*d
-		if math.Abs(d) < tiny {
-			d = tiny
-		}
-		c = 1 + num/c
-		if math.Abs(c) < tiny {
-			c = tiny
-		}
-		d = 1 / d
+		c, d = lentzStep(c, d, -(a+fm)*(a+b+fm)*x/((a+2*fm)*(a+2*fm+1)))
 		delta := d * c
 		f *= delta
 		if math.Abs(delta-1) < eps {
@@ -101,6 +83,20 @@ func betaFraction(x, a, b float64) float64 {
 		}
 	}
 	return f // converged to the float limit long before in practice
+}
+
+// lentzStep advances the modified Lentz state (c, d) over one more term
+// num/(1 + ...) of the continued fraction; f changes by the factor d·c.
+func lentzStep(c, d, num float64) (float64, float64) {
+	d = 1 + num*d
+	if math.Abs(d) < lentzTiny {
+		d = lentzTiny
+	}
+	c = 1 + num/c
+	if math.Abs(c) < lentzTiny {
+		c = lentzTiny
+	}
+	return c, 1 / d
 }
 
 // StudentTCDF is P(T ≤ t) for Student's t distribution with df > 0 degrees

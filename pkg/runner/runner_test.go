@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -16,26 +15,18 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ninfer/ninfer/internal/testfixture"
 	"github.com/ninfer/ninfer/pkg/chat"
 	"github.com/ninfer/ninfer/pkg/engine"
 	"github.com/ninfer/ninfer/pkg/loader"
-	"github.com/ninfer/ninfer/pkg/runner/runnertest"
 	"github.com/ninfer/ninfer/pkg/sample"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	runnertest.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testfixture.Main(m) }
 
 func artifact(t *testing.T, recipe string) string {
 	t.Helper()
-	p, err := runnertest.Artifact(recipe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return testfixture.Artifact(t, recipe, nil)
 }
 
 // seeded returns a fresh RNG; its seed is logged so a failure can be replayed.

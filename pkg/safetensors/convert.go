@@ -4,87 +4,36 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"sync"
+
+	"github.com/ninfer/ninfer/pkg/format"
 )
 
+// The scalar conversions are pkg/format's; these wrappers keep the
+// safetensors rule for NaN, which keeps the payload's top bits and sets the
+// quiet bit where pkg/format writes the canonical quiet NaN. For every other
+// input the two agree bit for bit.
+
 // BF16ToF32 widens a bfloat16 bit pattern (exact).
-func BF16ToF32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
+func BF16ToF32(h uint16) float32 { return format.BF16ToF32(h) }
 
 // F32ToBF16 rounds to bfloat16, nearest-even; NaN stays a quiet NaN.
 func F32ToBF16(f float32) uint16 {
-	u := math.Float32bits(f)
-	if u&0x7fffffff > 0x7f800000 {
+	if u := math.Float32bits(f); u&0x7fffffff > 0x7f800000 {
 		return uint16(u>>16) | 0x0040
 	}
-	u += 0x7fff + (u>>16)&1
-	return uint16(u >> 16)
+	return format.F32ToBF16(f)
 }
 
 // F16ToF32 widens an IEEE binary16 bit pattern (exact, subnormals included).
-func F16ToF32(h uint16) float32 {
-	sign := uint32(h&0x8000) << 16
-	exp := uint32(h>>10) & 0x1f
-	man := uint32(h & 0x3ff)
-	switch {
-	case exp == 0x1f:
-		return math.Float32frombits(sign | 0x7f800000 | man<<13)
-	case exp != 0:
-		return math.Float32frombits(sign | (exp+112)<<23 | man<<13)
-	case man == 0:
-		return math.Float32frombits(sign)
-	}
-	// Subnormal: man × 2^-24, exact in float32.
-	v := float32(man) * (1.0 / (1 << 24))
-	if sign != 0 {
-		v = -v
-	}
-	return v
-}
+func F16ToF32(h uint16) float32 { return format.F16ToF32(h) }
 
 // F32ToF16 rounds to IEEE binary16, nearest-even, with overflow to ±Inf,
 // gradual underflow and NaN kept quiet.
 func F32ToF16(f float32) uint16 {
-	u := math.Float32bits(f)
-	sign := uint16(u>>16) & 0x8000
-	a := u & 0x7fffffff
-	switch {
-	case a > 0x7f800000:
-		return sign | 0x7e00 | uint16(a>>13)&0x3ff
-	case a >= 0x477ff000: // ≥ 65520 rounds to Inf
-		return sign | 0x7c00
-	case a >= 0x38800000: // normal half range (≥ 2^-14)
-		r := a + 0xfff + (a>>13)&1
-		return sign | uint16((r-0x38000000)>>13)
-	case a < 0x33000000: // < 2^-25 rounds to zero
-		return sign
+	if u := math.Float32bits(f); u&0x7fffffff > 0x7f800000 {
+		return uint16(u>>16)&0x8000 | 0x7e00 | uint16(u>>13)&0x3ff
 	}
-	// Subnormal half: value = a_man × 2^(e-150); result units of 2^-24.
-	e := a >> 23
-	m := a&0x7fffff | 0x800000
-	shift := 126 - e // e in [102,112]: shift in [14,24]
-	r := m >> shift
-	rem := m & (1<<shift - 1)
-	half := uint32(1) << (shift - 1)
-	if rem > half || (rem == half && r&1 == 1) {
-		r++
-	}
-	return sign | uint16(r)
-}
-
-var (
-	f16Once  sync.Once
-	f16Table *[65536]float32
-)
-
-func f16Lookup() *[65536]float32 {
-	f16Once.Do(func() {
-		t := new([65536]float32)
-		for i := range t {
-			t[i] = F16ToF32(uint16(i))
-		}
-		f16Table = t
-	})
-	return f16Table
+	return format.F32ToF16(f)
 }
 
 // DecodeF32 converts len(dst) elements of little-endian BF16, F16 or F32 data
@@ -101,9 +50,8 @@ func DecodeF32(d DType, src []byte, dst []float32) error {
 		if len(src) != 2*n {
 			return fmt.Errorf("decode %s: %d bytes for %d elements", d, len(src), n)
 		}
-		t := f16Lookup()
 		for i := range dst {
-			dst[i] = t[binary.LittleEndian.Uint16(src[2*i:])]
+			dst[i] = format.F16ToF32(binary.LittleEndian.Uint16(src[2*i:]))
 		}
 	case F32:
 		if len(src) != 4*n {

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/ninfer/ninfer/pkg/bench"
+	"github.com/ninfer/ninfer/pkg/benchfmt"
+	"github.com/ninfer/ninfer/pkg/convert"
+	"github.com/ninfer/ninfer/pkg/plan"
+	"github.com/ninfer/ninfer/pkg/recipe"
+	"github.com/ninfer/ninfer/pkg/testmodel"
+)
+
+// TestBenchMemoryEqualsPlan is the end-to-end "plan = reality" check:
+// ninfer-bench's memory object (built from the engine's run) equals
+// `ninfer-plan --weights M --backend cpu --available A --max-ctx C
+// --kv-capacity C --kv-dtype D --prefill-chunk N --json` for the same
+// options, byte for byte. The fake environment reports A after the weights
+// and A − the planned reservation after startup, as a real host would.
+func TestBenchMemoryEqualsPlan(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "hf")
+	if _, err := testmodel.WriteDir(src, testmodel.DefaultOptions(), false); err != nil {
+		t.Fatal(err)
+	}
+	r, err := recipe.Lookup("q8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := filepath.Join(dir, "tiny.ninfer")
+	if _, err := convert.Convert(context.Background(), src, model, convert.Options{Recipe: r, Workers: 2}); err != nil {
+		t.Fatal(err)
+	}
+	corpus := filepath.Join(dir, "corpus.ids")
+	var b strings.Builder
+	for i := 0; i < 64; i++ {
+		fmt.Fprintf(&b, "%d ", (i*37+5)%500)
+	}
+	if err := os.WriteFile(corpus, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const A = int64(3) << 30
+	for _, tc := range []struct {
+		kv         string
+		chunk, ctx int
+	}{{"bf16", 1024, 24}, {"int8", 128, 200}, {"fp8", 128, 1000}, {"bf16", 256, 4096}} {
+		name := fmt.Sprintf("kv=%s/chunk=%d/ctx=%d", tc.kv, tc.chunk, tc.ctx)
+		code, want, errs := runCmd("--weights", model, "--backend", "cpu", "--available", strconv.FormatInt(A, 10),
+			"--max-ctx", strconv.Itoa(tc.ctx), "--kv-capacity", strconv.Itoa(tc.ctx), "--kv-dtype", tc.kv,
+			"--prefill-chunk", strconv.Itoa(tc.chunk), "--json")
+		if code != 0 {
+			t.Fatalf("%s: ninfer-plan exit %d: %s", name, code, errs)
+		}
+		reservation := gjson.Get(want, "runtime_reservation_bytes").Int()
+		if reservation <= 0 {
+			t.Fatalf("%s: reservation %d", name, reservation)
+		}
+		readings := []int64{A, A - reservation}
+		env := bench.Env{
+			MemAvailable: func() (int64, error) {
+				v := readings[0]
+				if len(readings) > 1 {
+					readings = readings[1:]
+				}
+				return v, nil
+			},
+			CPUName: func() string { return "Test CPU" }, RunID: "e2e", Command: "ninfer-bench",
+		}
+		p := bench.DefaultParams()
+		p.Weights, p.Corpus = model, corpus
+		p.Prompts, p.Gens, p.Pairs = []int{16}, []int{4}, nil
+		p.Repetitions, p.Warmup = 1, 0
+		p.Backend, p.Threads = "cpu", 2
+		p.KVDtype, p.PrefillChunk, p.MaxCtx = tc.kv, tc.chunk, tc.ctx
+		var col bench.Collect
+		res, err := bench.Run(context.Background(), p, env, &col)
+		if err != nil {
+			t.Fatalf("%s: bench: %v", name, err)
+		}
+		if len(res.Notes) != 0 {
+			t.Errorf("%s: notes %q", name, res.Notes)
+		}
+		got, err := memoryJSON(col.Lines[0].Run.Memory)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("%s: ninfer-bench memory differs from ninfer-plan --json:\n%s\nplan:\n%s", name, got, want)
+		}
+	}
+}
+
+// memoryJSON encodes a run line's memory object as ninfer-plan --json does.
+func memoryJSON(m benchfmt.Memory) (string, error) {
+	a := func(x benchfmt.Arena) plan.ArenaUsage {
+		return plan.ArenaUsage{CapacityBytes: x.CapacityBytes, UsedBytes: x.UsedBytes, PeakUsedBytes: x.PeakUsedBytes}
+	}
+	if m.VisionWorkspace != nil {
+		return "", fmt.Errorf("vision workspace %+v, want null", m.VisionWorkspace)
+	}
+	b, err := plan.Memory{
+		Device: int(m.Device), MaxContext: m.MaxContext, KVCapacityMode: m.KVCapacityMode, KVCapacity: m.KVCapacity,
+		KVCapacityPageGroups: m.KVCapacityPageGroups, KVCapacityMaxPageGroups: m.KVCapacityMaxPageGroups, KVCache: m.KVCache,
+		Weights: a(m.Weights), Sequence: a(m.Sequence), Workspace: a(m.Workspace),
+		MinimumRuntimeReservationBytes: m.MinimumRuntimeReservationBytes, KVCapacityIncrementBytes: m.KVCapacityIncrementBytes,
+		RuntimeReservationBytes: m.RuntimeReservationBytes, AvailableAfterWeightsBytes: m.AvailableAfterWeightsBytes,
+		AvailableAfterStartupBytes: m.AvailableAfterStartupBytes, KVCapacityHeadroomBytes: m.KVCapacityHeadroomBytes,
+		PlannedSlackBytes: m.PlannedSlackBytes, CUDAGraphAllowanceBytes: m.CUDAGraphAllowanceBytes, KVPayloadBytes: m.KVPayloadBytes,
+	}.JSON()
+	return string(b), err
+}

@@ -1,0 +1,33 @@
+// Package layout is the engine's buffer layout as named, 256-byte-aligned
+// terms: the weights arena, the per-sequence arena and the per-step
+// workspace. It is pure Go and the single definition that both the engine
+// (pkg/engine sizes AND carves its arenas from these terms) and the memory
+// planner (pkg/plan) use, so that "plan = reality" holds by construction.
+//
+// Arenas are laid out back to back: term i starts at align_up(end of term
+// i−1, 256) and the arena capacity is Σ align_up(bytes, 256).
+//
+// Weights (Weights): one term per bound tensor, named by its object id.
+// Matrices keep their encoded payload; norm, conv and control vectors are
+// widened to fp32 at bind time (BoundBytes).
+//
+// Sequence (Sequence), in this order:
+//
+//	block_table     int32 [pages]                          logical → physical page
+//	kv.text         [full layer][K | V | K scale | V scale] pages·64·kv_heads vectors per plane
+//	gdn.ssm_state   fp32 [GDN layer][slot][nv·dk·dv]
+//	gdn.conv_state  [GDN layer][slot][conv_dim·(K−1)] of ConvStateElemBytes
+//	ctl.ids         int32 [step tokens]
+//	ctl.pos         int32 [step tokens]
+//	ctl.in_slot     int32 [1]
+//
+// Workspace (Workspace): the forward pass allocates a stack per step: the
+// residual stream "x" and the normed input "x_norm" for the whole step, then
+// one of the phases "attention", "gdn", "mlp" or "logits" on top (each
+// released before the next). Each phase is laid out from offset 0 including
+// x and x_norm; the workspace capacity is the largest phase. Step tokens
+// are min(prefill chunk, max context): no step can process more.
+//
+// The MTP head's own arenas (mtp.weights, mtp.sequence, mtp.workspace of
+// pkg/engine/mtp.go) are not described here yet.
+package layout
