@@ -1,0 +1,106 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ninfer/ninfer/internal/testfixture"
+	"github.com/ninfer/ninfer/pkg/artifact"
+	"github.com/ninfer/ninfer/pkg/qwen35"
+	"github.com/ninfer/ninfer/pkg/testmodel"
+)
+
+func TestMain(m *testing.M) { testfixture.Main(m) }
+
+func runConvert(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := run(append([]string{"ninfer-convert"}, args...), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestConvertCLI(t *testing.T) {
+	src := testfixture.HFDir(t, nil)
+	out := filepath.Join(t.TempDir(), "m.ninfer")
+	code, stdout, errs := runConvert("--recipe", "q8", "--name", "cli-test", src, out)
+	if code != 0 || stdout != "" || !strings.Contains(errs, "ninfer-convert: wrote "+out) {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, errs)
+	}
+	f, err := artifact.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Name != "cli-test" || f.Metadata["recipe"] != "q8" {
+		t.Errorf("name %q recipe %v", f.Name, f.Metadata["recipe"])
+	}
+	f.Close()
+	// An existing output is kept unless --force.
+	if code, _, errs := runConvert("--recipe", "q8", src, out); code != 1 || !strings.Contains(errs, "exists (use --force") {
+		t.Errorf("second conversion without --force: exit %d, %q", code, errs)
+	}
+	if code, _, errs := runConvert("--quiet", "--force", "--recipe", "bf16", src, out); code != 0 || errs != "" {
+		t.Errorf("--quiet --force: exit %d, stderr %q", code, errs)
+	}
+}
+
+func TestConvertReportsFallbacks(t *testing.T) {
+	// hidden 96 is not a multiple of 64, so nvfp4 (K%64 == 0) must fall back.
+	src := testfixture.HFDir(t, func(o *testmodel.Options) { o.Hidden = 96; o.Intermediate = 256 })
+	out := filepath.Join(t.TempDir(), "m.ninfer")
+	code, _, errs := runConvert("--recipe", "nvfp4-mlp", src, out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	want := qwen35.LayerName(0, "mlp/gate_proj") + " [256,96]: nvfp4"
+	if !strings.Contains(errs, want) || !strings.Contains(errs, "fell back to q4_g64_fp16") {
+		t.Errorf("stderr lacks the fallback note %q:\n%s", want, errs)
+	}
+}
+
+func TestConvertDraftHead(t *testing.T) {
+	src := testfixture.HFDir(t, nil)
+	dir := t.TempDir()
+	corpus := filepath.Join(dir, "c.ids")
+	os.WriteFile(corpus, []byte("5 5 5 9 9 3 7 7 7 7 300 301"), 0o644)
+	out := filepath.Join(dir, "m.ninfer")
+	if code, _, errs := runConvert("--quiet", "--recipe", "q8", "--draft-head", "16", "--draft-corpus", corpus, src, out); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	f, err := artifact.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	o, ok := f.Object(qwen35.NameDraftIDs)
+	if !ok || f.Proposal == nil || o.Shape[0] != 16 || f.Proposal.Source != corpus {
+		t.Fatalf("draft head: object %v ok %t proposal %+v", o, ok, f.Proposal)
+	}
+}
+
+func TestConvertUsageErrors(t *testing.T) {
+	src := testfixture.HFDir(t, nil)
+	out := filepath.Join(t.TempDir(), "m.ninfer")
+	cases := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{src}, 2, "expected HF_DIR OUT.ninfer"},
+		{[]string{"--recipe", "q3", src, out}, 2, "--recipe"},
+		{[]string{"--draft-head", "8", src, out}, 2, "--draft-head and --draft-corpus go together"},
+		{[]string{"--threads", "-1", src, out}, 2, "--threads"},
+		{[]string{"--nope", src, out}, 2, "flag provided but not defined"},
+		{[]string{filepath.Join(t.TempDir(), "nothing"), out}, 1, "config.json"},
+	}
+	for _, c := range cases {
+		code, _, errs := runConvert(c.args...)
+		if code != c.code || !strings.HasPrefix(errs, "ninfer-convert: ") || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d stderr %q; want exit %d containing %q", c.args, code, errs, c.code, c.want)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Fatalf("%v left %s behind", c.args, out)
+		}
+	}
+}
