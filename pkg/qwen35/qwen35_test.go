@@ -144,9 +144,15 @@ func TestParseErrors(t *testing.T) {
 		want string
 	}{
 		{func(s string) string { return strings.Replace(s, "Qwen3_5ForCausalLM", "LlamaForCausalLM", 1) }, `unsupported architecture "LlamaForCausalLM"`},
-		{func(s string) string { return strings.Replace(s, `"hidden_size":4096,`, `"hidden_size":4096,"hidden_act":"gelu",`, 1) }, "hidden_act"},
-		{func(s string) string { return strings.Replace(s, `"hidden_size":4096,`, `"hidden_size":4096,"attention_bias":true,`, 1) }, "attention_bias"},
-		{func(s string) string { return strings.Replace(s, `"num_key_value_heads":4`, `"num_key_value_heads":5`, 1) }, "not a multiple"},
+		{func(s string) string {
+			return strings.Replace(s, `"hidden_size":4096,`, `"hidden_size":4096,"hidden_act":"gelu",`, 1)
+		}, "hidden_act"},
+		{func(s string) string {
+			return strings.Replace(s, `"hidden_size":4096,`, `"hidden_size":4096,"attention_bias":true,`, 1)
+		}, "attention_bias"},
+		{func(s string) string {
+			return strings.Replace(s, `"num_key_value_heads":4`, `"num_key_value_heads":5`, 1)
+		}, "not a multiple"},
 		{func(s string) string {
 			return strings.Replace(s, `"hidden_size":4096,`, `"hidden_size":4096,"layer_types":["full_attention"],`, 1)
 		}, "layer_types has 1 entries"},
