@@ -23,7 +23,9 @@ import (
 // ninfer-bench's memory object (built from the engine's run) equals
 // `ninfer-plan --weights M --backend cpu --available A --max-ctx C
 // --kv-capacity C --kv-dtype D --prefill-chunk N --json` for the same
-// options, byte for byte. The fake environment reports A after the weights
+// options, byte for byte, also with --spec mtp --draft-tokens K (the MTP
+// head's arenas are part of the plan) and --lm-head-draft on an artifact
+// with a proposal head. The fake environment reports A after the weights
 // and A − the planned reservation after startup, as a real host would.
 func TestBenchMemoryEqualsPlan(t *testing.T) {
 	dir := t.TempDir()
@@ -39,6 +41,15 @@ func TestBenchMemoryEqualsPlan(t *testing.T) {
 	if _, err := convert.Convert(context.Background(), src, model, convert.Options{Recipe: r, Workers: 2}); err != nil {
 		t.Fatal(err)
 	}
+	ids := make([]int32, 100) // a 100-row proposal head
+	for i := range ids {
+		ids[i] = int32(i*5 + 1)
+	}
+	draftModel := filepath.Join(dir, "tiny-draft.ninfer")
+	if _, err := convert.Convert(context.Background(), src, draftModel, convert.Options{Recipe: r, Workers: 2,
+		Draft: &convert.DraftHead{TokenIDs: ids}}); err != nil {
+		t.Fatal(err)
+	}
 	corpus := filepath.Join(dir, "corpus.ids")
 	var b strings.Builder
 	for i := 0; i < 64; i++ {
@@ -51,11 +62,25 @@ func TestBenchMemoryEqualsPlan(t *testing.T) {
 	for _, tc := range []struct {
 		kv         string
 		chunk, ctx int
-	}{{"bf16", 1024, 24}, {"int8", 128, 200}, {"fp8", 128, 1000}, {"bf16", 256, 4096}} {
-		name := fmt.Sprintf("kv=%s/chunk=%d/ctx=%d", tc.kv, tc.chunk, tc.ctx)
-		code, want, errs := runCmd("--weights", model, "--backend", "cpu", "--available", strconv.FormatInt(A, 10),
+		k          int  // --spec mtp --draft-tokens k when > 0
+		proposal   bool // --lm-head-draft on the draft-head artifact
+	}{{"bf16", 1024, 24, 0, false}, {"int8", 128, 200, 0, false}, {"fp8", 128, 1000, 0, false}, {"bf16", 256, 4096, 0, false},
+		{"int8", 128, 200, 2, false}, {"fp8", 256, 1000, 2, true}, {"bf16", 128, 300, 3, true}} {
+		name := fmt.Sprintf("kv=%s/chunk=%d/ctx=%d/k=%d/proposal=%v", tc.kv, tc.chunk, tc.ctx, tc.k, tc.proposal)
+		weights := model
+		if tc.proposal {
+			weights = draftModel
+		}
+		args := []string{"--weights", weights, "--backend", "cpu", "--available", strconv.FormatInt(A, 10),
 			"--max-ctx", strconv.Itoa(tc.ctx), "--kv-capacity", strconv.Itoa(tc.ctx), "--kv-dtype", tc.kv,
-			"--prefill-chunk", strconv.Itoa(tc.chunk), "--json")
+			"--prefill-chunk", strconv.Itoa(tc.chunk), "--json"}
+		if tc.k > 0 {
+			args = append(args, "--spec", "mtp", "--draft-tokens", strconv.Itoa(tc.k))
+		}
+		if tc.proposal {
+			args = append(args, "--lm-head-draft")
+		}
+		code, want, errs := runCmd(args...)
 		if code != 0 {
 			t.Fatalf("%s: ninfer-plan exit %d: %s", name, code, errs)
 		}
@@ -75,11 +100,14 @@ func TestBenchMemoryEqualsPlan(t *testing.T) {
 			CPUName: func() string { return "Test CPU" }, RunID: "e2e", Command: "ninfer-bench",
 		}
 		p := bench.DefaultParams()
-		p.Weights, p.Corpus = model, corpus
+		p.Weights, p.Corpus = weights, corpus
 		p.Prompts, p.Gens, p.Pairs = []int{16}, []int{4}, nil
 		p.Repetitions, p.Warmup = 1, 0
 		p.Backend, p.Threads = "cpu", 2
 		p.KVDtype, p.PrefillChunk, p.MaxCtx = tc.kv, tc.chunk, tc.ctx
+		if tc.k > 0 {
+			p.Spec, p.DraftTokens, p.LMHeadDraft = bench.SpecMTP, tc.k, tc.proposal
+		}
 		var col bench.Collect
 		res, err := bench.Run(context.Background(), p, env, &col)
 		if err != nil {
@@ -94,6 +122,9 @@ func TestBenchMemoryEqualsPlan(t *testing.T) {
 		}
 		if got != want {
 			t.Errorf("%s: ninfer-bench memory differs from ninfer-plan --json:\n%s\nplan:\n%s", name, got, want)
+		}
+		if tc.k > 0 && col.Lines[0].Run.Config.SpeculativeBackend != "mtp" {
+			t.Errorf("%s: the run was not speculative: %+v", name, col.Lines[0].Run.Config)
 		}
 	}
 }

@@ -185,8 +185,9 @@ func TestJSONKeysMatchSeed(t *testing.T) {
 		m.Get("vision_workspace").Type != gjson.Null {
 		t.Errorf("unexpected values: %s", out)
 	}
-	// 1 full layer and 1 MTP layer, kv_heads 1, head_dim 32: fp8 B = 64+4.
-	if got, want := m.Get("kv_payload_bytes").Int(), int64((128+129)*64*68); got != want {
+	// 1 full layer and the engine's MTP cache (1 layer over the same 128
+	// pages; docs/PLAN.md §2.9), kv_heads 1, head_dim 32: fp8 B = 64+4.
+	if got, want := m.Get("kv_payload_bytes").Int(), int64((128+128)*64*68); got != want {
 		t.Errorf("kv_payload_bytes %d, want %d", got, want)
 	}
 }

@@ -8,11 +8,11 @@ import (
 	"github.com/ninfer/ninfer/pkg/plan"
 )
 
-// TestMemoryFromPlan: the memory object is the plan's; without speculation
-// engine arenas that differ from the plan are an error; with MTP (not yet
-// in pkg/layout) the arenas are the engine's and a note gives both.
+// TestMemoryFromPlan: the memory object is the plan's, and engine arenas
+// that differ from the plan are an error, without speculation and with
+// --spec mtp (whose plan includes the MTP head's arenas).
 func TestMemoryFromPlan(t *testing.T) {
-	w, err := loader.OpenWeights(tinyModel(t))
+	w, err := loader.OpenWeights(draftModel(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,34 +26,45 @@ func TestMemoryFromPlan(t *testing.T) {
 	p := testParams("m.ninfer", "c.ids")
 	p.PrefillChunk, p.KVDtype = 128, "int8"
 	f := runFacts{backend: "cpu", maxCtx: 100, afterWeights: 1 << 30, afterStartup: 1<<30 - 12345}
-	pl, err := plan.New(cfg, objs, PlanOptions(p, f.backend, false, f.maxCtx, f.afterWeights, f.afterStartup))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pm := pl.Memory
-	real := arenas{weights: pm.Weights.CapacityBytes, workspace: pm.Workspace.CapacityBytes, sequence: pm.Sequence.CapacityBytes}
-	m, notes, err := memory(p, cfg, objs, f, real)
-	if err != nil || len(notes) != 0 {
-		t.Fatalf("memory: %v %q", err, notes)
-	}
-	if m.Sequence.CapacityBytes != pm.Sequence.CapacityBytes || m.Sequence.UsedBytes != pm.Sequence.CapacityBytes ||
-		m.Workspace.CapacityBytes != pm.Workspace.CapacityBytes || m.Workspace.UsedBytes != 0 || m.KVCache != "int8-group64" ||
-		m.AvailableAfterStartupBytes != 1<<30-12345 || m.KVCapacity != 128 || m.MaxContext != 100 {
-		t.Errorf("memory %+v, plan %+v", m, pm)
-	}
-	bad := real
-	bad.sequence += 256
-	if _, _, err := memory(p, cfg, objs, f, bad); err == nil || !strings.Contains(err.Error(), "differ from the memory plan") ||
-		!strings.Contains(err.Error(), "m.ninfer") {
-		t.Errorf("mismatch without speculation: %v", err)
-	}
-	p.Spec, p.DraftTokens = SpecMTP, 2
-	mtpReal := arenas{weights: real.weights + 4096, workspace: real.workspace + 512, sequence: real.sequence + 1024}
-	m, notes, err = memory(p, cfg, objs, f, mtpReal)
-	if err != nil || len(notes) != 1 || !strings.Contains(notes[0], "MTP head's arenas are not yet in the memory plan") {
-		t.Fatalf("mtp: %v %q", err, notes)
-	}
-	if m.Weights.CapacityBytes != mtpReal.weights || m.Sequence.CapacityBytes != mtpReal.sequence || m.Workspace.CapacityBytes != mtpReal.workspace {
-		t.Errorf("mtp arenas %+v %+v %+v, want the engine's %+v", m.Weights, m.Sequence, m.Workspace, mtpReal)
+	var base plan.Memory
+	for _, tc := range []struct {
+		name string
+		spec string
+		k    int
+		prop bool
+	}{{"none", "", 0, false}, {"mtp k=2", SpecMTP, 2, false}, {"mtp k=3 proposal", SpecMTP, 3, true}} {
+		p.Spec, p.DraftTokens, p.LMHeadDraft = tc.spec, tc.k, tc.prop
+		pl, err := plan.New(cfg, objs, PlanOptions(p, f.backend, false, f.maxCtx, f.afterWeights, f.afterStartup))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pm := pl.Memory
+		real := arenas{weights: pm.Weights.CapacityBytes, workspace: pm.Workspace.CapacityBytes, sequence: pm.Sequence.CapacityBytes}
+		m, err := memory(p, cfg, objs, f, real)
+		if err != nil {
+			t.Fatalf("%s: memory: %v", tc.name, err)
+		}
+		if m.Sequence.CapacityBytes != pm.Sequence.CapacityBytes || m.Sequence.UsedBytes != pm.Sequence.CapacityBytes ||
+			m.Weights.CapacityBytes != pm.Weights.CapacityBytes || m.KVPayloadBytes != pm.KVPayloadBytes ||
+			m.Workspace.CapacityBytes != pm.Workspace.CapacityBytes || m.Workspace.UsedBytes != 0 || m.KVCache != "int8-group64" ||
+			m.AvailableAfterStartupBytes != 1<<30-12345 || m.KVCapacity != 128 || m.MaxContext != 100 {
+			t.Errorf("%s: memory %+v, plan %+v", tc.name, m, pm)
+		}
+		if tc.spec == "" {
+			base = pm
+		} else if pm.Weights.CapacityBytes <= base.Weights.CapacityBytes || pm.Sequence.CapacityBytes <= base.Sequence.CapacityBytes ||
+			pm.Workspace.CapacityBytes <= base.Workspace.CapacityBytes || pl.MTP.Workspace.Capacity == 0 ||
+			pm.Workspace.CapacityBytes != base.Workspace.CapacityBytes+pl.MTP.Workspace.Capacity {
+			t.Errorf("%s: the plan lacks the MTP arenas: weights/sequence/workspace %d/%d/%d (mtp.workspace %d), without spec %d/%d/%d",
+				tc.name, pm.Weights.CapacityBytes, pm.Sequence.CapacityBytes, pm.Workspace.CapacityBytes, pl.MTP.Workspace.Capacity,
+				base.Weights.CapacityBytes, base.Sequence.CapacityBytes, base.Workspace.CapacityBytes)
+		}
+		for i, bad := range []arenas{{real.weights + 256, real.workspace, real.sequence},
+			{real.weights, real.workspace - 256, real.sequence}, {real.weights, real.workspace, real.sequence + 256}} {
+			if _, err := memory(p, cfg, objs, f, bad); err == nil || !strings.Contains(err.Error(), "differ from the memory plan") ||
+				!strings.Contains(err.Error(), "m.ninfer") {
+				t.Errorf("%s: mismatch %d: %v", tc.name, i, err)
+			}
+		}
 	}
 }

@@ -57,9 +57,9 @@ func (e Env) withDefaults() Env {
 type Result struct {
 	RunID string
 	Tests []Test
-	// Notes describe where the memory plan (pkg/plan) and the engine's real
-	// arenas differ: only with --spec mtp, whose MTP arenas are not yet
-	// planned (the document then reports the engine's arenas).
+	// Notes are remarks for stderr. None at present: the memory object is
+	// the plan's, and an engine whose arenas differ from it is an error
+	// (with --spec mtp too).
 	Notes []string
 }
 
@@ -86,7 +86,6 @@ type session struct {
 	eng     *engine.Engine
 	reps    *repRunner
 	run     *benchfmt.RunLine
-	notes   []string
 	closers []func()
 }
 
@@ -185,7 +184,7 @@ func open(p Params, env Env, tests []Test) (s *session, err error) {
 		return s, err
 	}
 
-	s.run, s.notes, err = runLine(p, env, w, engineArenas(s.eng, mtp, seqBytes), runFacts{
+	s.run, err = runLine(p, env, w, engineArenas(s.eng, mtp, seqBytes), runFacts{
 		backend: beName, threads: be.Threads(), graph: graph, maxCtx: maxCtx, corpusTokens: len(ids),
 		loadSeconds: loadEnd.Sub(loadStart).Seconds(), uploadSeconds: uploadEnd.Sub(uploadStart).Seconds(),
 		afterWeights: afterWeights, afterStartup: afterStartup, isa: isaOf(be),
@@ -206,7 +205,6 @@ func Run(ctx context.Context, p Params, env Env, sink Sink) (Result, error) {
 		return res, err
 	}
 	defer s.close()
-	res.Notes = s.notes
 	if err := sink.Run(s.run); err != nil {
 		return res, err
 	}
@@ -311,9 +309,10 @@ type arenas struct {
 	weights, workspace, sequence int64
 }
 
-// engineArenas sums the target's and the MTP head's arenas: weights (text +
-// MTP weights), workspace (target + MTP step workspaces) and the sequence
-// (target sequence + MTP KV cache).
+// engineArenas sums the target's and the MTP head's arenas as the memory
+// object reports them (pkg/plan does the same): weights (text + mtp.weights),
+// workspace (target + mtp.workspace) and the sequence (target sequence +
+// mtp.sequence: seqBytes is MTPSequence.Bytes with --spec mtp).
 func engineArenas(eng *engine.Engine, mtp *engine.MTP, seqBytes int64) arenas {
 	a := eng.Arenas()
 	out := arenas{weights: a["weights"], workspace: a["workspace"], sequence: seqBytes}

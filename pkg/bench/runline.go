@@ -24,9 +24,8 @@ type runFacts struct {
 }
 
 // runLine builds the run line: environment, artifact, load, memory (the
-// plan of pkg/plan with the engine's real arenas) and config. It also
-// returns notes on where the plan and the engine differ.
-func runLine(p Params, env Env, w *loader.Weights, real arenas, f runFacts) (*benchfmt.RunLine, []string, error) {
+// plan of pkg/plan, checked against the engine's real arenas) and config.
+func runLine(p Params, env Env, w *loader.Weights, real arenas, f runFacts) (*benchfmt.RunLine, error) {
 	af := w.File()
 	cfg := w.Config()
 
@@ -41,7 +40,7 @@ func runLine(p Params, env Env, w *loader.Weights, real arenas, f runFacts) (*be
 
 	sig, err := af.PrefillSignature()
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: prefill signature: %w", p.Weights, err)
+		return nil, fmt.Errorf("%s: prefill signature: %w", p.Weights, err)
 	}
 	// The objects the engine binds are the plan's device objects: the text
 	// model, plus the MTP head with --spec mtp and the proposal head with
@@ -53,7 +52,7 @@ func runLine(p Params, env Env, w *loader.Weights, real arenas, f runFacts) (*be
 	}
 	dev, err := plan.SelectDevice(objs, planSpec(p.Spec), p.LMHeadDraft)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", p.Weights, err)
+		return nil, fmt.Errorf("%s: %w", p.Weights, err)
 	}
 	var read int64
 	for _, o := range dev {
@@ -70,9 +69,9 @@ func runLine(p Params, env Env, w *loader.Weights, real arenas, f runFacts) (*be
 		load.Formats = []string{}
 	}
 
-	mem, notes, err := memory(p, cfg, objs, f, real)
+	mem, err := memory(p, cfg, objs, f, real)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 
 	prime := benchfmt.GraphPrime{}
@@ -93,22 +92,20 @@ func runLine(p Params, env Env, w *loader.Weights, real arenas, f runFacts) (*be
 		RunID: env.RunID, SchemaVersion: benchfmt.SchemaVersion, Command: env.Command, Environment: e,
 		Artifact: benchfmt.Artifact{Path: p.Weights, FileSizeBytes: af.Size},
 		Load:     load, Memory: mem, Config: config,
-	}, notes, nil
+	}, nil
 }
 
 // memory is the memory object: pkg/plan's plan with the engine's options
 // (explicit KV capacity = max context, the CPU backend, A = MemAvailable
 // after the weights were bound, the measured free memory after startup).
 // The engine sizes and carves its arenas from the same pkg/layout terms, so
-// without speculation the plan's weights, sequence and workspace equal the
-// engine's allocations exactly; a difference is an error. With --spec mtp
-// the MTP head's own arenas (mtp.weights, mtp.sequence, mtp.workspace) are
-// not yet in the plan: the arenas are then the engine's allocations, and a
-// note lists the difference.
-func memory(p Params, cfg qwen35.Config, objs []plan.Object, f runFacts, real arenas) (benchfmt.Memory, []string, error) {
+// the plan's weights, sequence and workspace equal the engine's allocations
+// exactly (with --spec mtp each field includes the MTP head's own arena:
+// mtp.weights, mtp.sequence, mtp.workspace); a difference is an error.
+func memory(p Params, cfg qwen35.Config, objs []plan.Object, f runFacts, real arenas) (benchfmt.Memory, error) {
 	pl, err := plan.New(cfg, objs, PlanOptions(p, f.backend, f.graph, f.maxCtx, f.afterWeights, f.afterStartup))
 	if err != nil {
-		return benchfmt.Memory{}, nil, fmt.Errorf("memory plan for %s: %w", p.Weights, err)
+		return benchfmt.Memory{}, fmt.Errorf("memory plan for %s: %w", p.Weights, err)
 	}
 	m := pl.Memory
 	out := benchfmt.Memory{
@@ -128,18 +125,11 @@ func memory(p Params, cfg qwen35.Config, objs []plan.Object, f runFacts, real ar
 		KVPayloadBytes:                 m.KVPayloadBytes,
 	}
 	planned := arenas{weights: m.Weights.CapacityBytes, sequence: m.Sequence.CapacityBytes, workspace: m.Workspace.CapacityBytes}
-	if planned == real {
-		return out, nil, nil
+	if planned != real {
+		return benchfmt.Memory{}, fmt.Errorf("internal: the engine's arenas differ from the memory plan for %s: weights %d planned, %d allocated; sequence %d planned, %d allocated; workspace %d planned, %d allocated",
+			p.Weights, planned.weights, real.weights, planned.sequence, real.sequence, planned.workspace, real.workspace)
 	}
-	diff := fmt.Sprintf("weights %d planned, %d allocated; sequence %d planned, %d allocated; workspace %d planned, %d allocated",
-		planned.weights, real.weights, planned.sequence, real.sequence, planned.workspace, real.workspace)
-	if p.Spec != SpecMTP {
-		return benchfmt.Memory{}, nil, fmt.Errorf("internal: the engine's arenas differ from the memory plan for %s: %s", p.Weights, diff)
-	}
-	out.Weights = benchfmt.Arena{CapacityBytes: real.weights, UsedBytes: real.weights, PeakUsedBytes: real.weights}
-	out.Sequence = benchfmt.Arena{CapacityBytes: real.sequence, UsedBytes: real.sequence, PeakUsedBytes: real.sequence}
-	out.Workspace = benchfmt.Arena{CapacityBytes: real.workspace}
-	return out, []string{"memory arenas are the engine's allocations: the MTP head's arenas are not yet in the memory plan (docs/PLAN.md): " + diff}, nil
+	return out, nil
 }
 
 // PlanOptions are the pkg/plan options of a bench run of p: the options

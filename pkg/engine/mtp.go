@@ -6,6 +6,7 @@ import (
 
 	"github.com/ninfer/ninfer/pkg/backend"
 	"github.com/ninfer/ninfer/pkg/format"
+	"github.com/ninfer/ninfer/pkg/layout"
 	"github.com/ninfer/ninfer/pkg/qwen35"
 )
 
@@ -13,11 +14,14 @@ import (
 // engine's backend: fc(concat(norm_e(embed(x_{t+1})), norm_h(h_t))), one
 // full-attention decoder layer with its own KV cache, mtp.norm and the
 // shared output head (or the reduced-vocabulary proposal head). Its weights
-// live in their own arena, loaded only when speculation is on.
+// live in their own arena, loaded only when speculation is on. Its three
+// arenas (mtp.weights, mtp.workspace here, mtp.sequence per MTPSequence) are
+// sized and carved from pkg/layout (MTPWeights, MTPWorkspace, MTPSequence).
 type MTP struct {
 	e        *Engine
 	weights  *backend.Arena
 	ws       *backend.Arena
+	wv       mtpWorkspace // the workspace terms, carved once
 	fc       *backend.Weight
 	normE    backend.View
 	normH    backend.View
@@ -57,7 +61,7 @@ func (e *Engine) LoadMTP(w Weights, o MTPOptions) (*MTP, error) {
 		vec  []float32
 	}
 	var items []item
-	var sz backend.Sizer
+	var terms []layout.Term
 	for _, t := range want {
 		f, shape, data, err := w.Tensor(t.Name)
 		if err != nil {
@@ -76,11 +80,14 @@ func (e *Engine) LoadMTP(w Weights, o MTPOptions) (*MTP, error) {
 				return nil, err
 			}
 			items = append(items, item{name: t.Name, vec: v})
-			sz.Add(4 * n)
+			terms = append(terms, layout.Term{Name: t.Name, Bytes: layout.BoundBytes(t.Class, n, int64(len(data)))})
 			continue
 		}
+		if len(shape) != 2 {
+			return nil, fmt.Errorf("engine: mtp: tensor %s: want a matrix, got shape %v", t.Name, shape)
+		}
 		items = append(items, item{name: t.Name, f: f, n: int(shape[0]), k: int(shape[1]), data: data})
-		sz.Add(int64(len(data)))
+		terms = append(terms, layout.Term{Name: t.Name, Bytes: layout.BoundBytes(t.Class, 0, int64(len(data)))})
 	}
 	m := &MTP{e: e}
 	if o.ProposalHead {
@@ -107,9 +114,11 @@ func (e *Engine) LoadMTP(w Weights, o MTPOptions) (*MTP, error) {
 			m.draftIDs[i] = id
 		}
 		items = append(items, item{name: qwen35.NameDraftHead, f: f, n: int(shape[0]), k: int(shape[1]), data: data})
-		sz.Add(int64(len(data)))
+		terms = append(terms, layout.Term{Name: qwen35.NameDraftHead, Bytes: int64(len(data))},
+			layout.Term{Name: qwen35.NameDraftIDs, Bytes: int64(len(idata))})
 	}
-	arena, err := backend.NewArena(e.be, "mtp.weights", sz.Bytes())
+	lay := layout.MTPWeights(terms)
+	arena, err := backend.NewArena(e.be, lay.Name, lay.Capacity)
 	if err != nil {
 		return nil, fmt.Errorf("engine: mtp: %w", err)
 	}
@@ -120,23 +129,26 @@ func (e *Engine) LoadMTP(w Weights, o MTPOptions) (*MTP, error) {
 		e.be.Free(arena.Buffer())
 		return nil, err
 	}
+	views, err := carve(arena, lay)
+	if err != nil {
+		return fail(fmt.Errorf("engine: mtp: %w", err))
+	}
+	if o.ProposalHead {
+		// The id map stays on the device too (mapped back on the host).
+		if err := e.be.UploadI32(views[qwen35.NameDraftIDs], m.draftIDs); err != nil {
+			return fail(fmt.Errorf("engine: mtp: tensor %s: %w", qwen35.NameDraftIDs, err))
+		}
+	}
 	for _, it := range items {
+		v := views[it.name]
 		if it.vec != nil {
-			v, err := arena.Alloc(int64(4 * len(it.vec)))
-			if err == nil {
-				err = e.be.UploadF32(v, it.vec)
-			}
-			if err != nil {
+			if err := e.be.UploadF32(v, it.vec); err != nil {
 				return fail(fmt.Errorf("engine: mtp: tensor %s: %w", it.name, err))
 			}
 			vecs[it.name] = v
 			continue
 		}
-		v, err := arena.Alloc(int64(len(it.data)))
-		if err == nil {
-			err = e.be.Upload(v, it.data)
-		}
-		if err != nil {
+		if err := e.be.Upload(v, it.data); err != nil {
 			return fail(fmt.Errorf("engine: mtp: tensor %s: %w", it.name, err))
 		}
 		wt, err := e.be.PrepareWeight(it.name, it.f, it.n, it.k, v, int64(len(it.data)))
@@ -157,12 +169,25 @@ func (e *Engine) LoadMTP(w Weights, o MTPOptions) (*MTP, error) {
 	}
 	// One MTP step covers a prefill chunk (plus the row pending from the
 	// previous chunk) or a verify's rows.
-	m.rows = max(min(e.opts.PrefillChunk, e.opts.MaxContext), e.opts.StateSlots) + 1
-	m.ws, err = backend.NewArena(e.be, "mtp.workspace", m.workspaceBytes())
-	if err != nil {
+	m.rows = layout.MTPRows(e.stepTokens(), e.opts.StateSlots)
+	wl := layout.MTPWorkspace(cfg, m.rows, e.opts.LogitsRows)
+	if m.ws, err = backend.NewArena(e.be, wl.Name, wl.Capacity); err != nil {
 		return fail(fmt.Errorf("engine: mtp: %w", err))
 	}
+	wviews, err := carve(m.ws, wl)
+	if err != nil {
+		e.be.Free(m.ws.Buffer())
+		return fail(fmt.Errorf("engine: mtp: %w", err))
+	}
+	m.wv = mtpWorkspace{emb: wviews["mtp.embed"], cat: wviews["mtp.concat"], x: wviews["x"], xn: wviews["x_norm"],
+		qg: wviews["attn.q_gate"], q: wviews["attn.q"], k: wviews["attn.k"], v: wviews["attn.v"], att: wviews["attn.out"],
+		gate: wviews["mlp.gate"], up: wviews["mlp.up"], hn: wviews["mtp.hidden_norm"], logits: wviews["logits"], argmax: wviews["argmax"]}
 	return m, nil
+}
+
+// mtpWorkspace are the views of the layout.MTPWorkspace terms.
+type mtpWorkspace struct {
+	emb, cat, x, xn, qg, q, k, v, att, gate, up, hn, logits, argmax backend.View
 }
 
 // ProposalHead reports whether drafts use the reduced proposal head.
@@ -177,31 +202,6 @@ func (m *MTP) Arenas() map[string]int64 {
 func (m *MTP) Close() {
 	m.e.be.Free(m.weights.Buffer())
 	m.e.be.Free(m.ws.Buffer())
-}
-
-// workspaceBytes sizes one MTP step of m.rows rows (every allocation of
-// mtpStep, none released).
-func (m *MTP) workspaceBytes() int64 {
-	var sz backend.Sizer
-	for _, n := range m.stepAllocs(m.rows) {
-		sz.Add(n)
-	}
-	return sz.Bytes()
-}
-
-func (m *MTP) stepAllocs(T int) []int64 {
-	c := m.e.cfg
-	f := func(rows, cols int) int64 { return 4 * int64(rows) * int64(cols) }
-	H, nh, nkv, hd, I := c.HiddenSize, c.NumAttentionHeads, c.NumKeyValueHeads, c.HeadDim, c.IntermediateSize
-	LR := m.e.opts.LogitsRows
-	dn := c.VocabSize
-	if m.draft != nil {
-		dn = max(dn, m.draft.N)
-	}
-	return []int64{f(T, H), f(T, 2*H), f(T, H), f(T, H), // embed, concat, residual, normed
-		f(T, 2*nh*hd), f(T, nh*hd), f(T, nkv*hd), f(T, nkv*hd), f(T, nh*hd), // attention
-		f(T, I), f(T, I), // MLP
-		f(T, H), f(LR, dn), f(LR, 1)} // mtp.norm output, logits, argmax
 }
 
 // MTPSequence couples a Sequence with the MTP head's own KV cache. It runs
@@ -241,44 +241,43 @@ func (m *MTP) NewMTPSequence() (*MTPSequence, error) {
 		return nil, err
 	}
 	c, o := m.e.cfg, m.e.opts
-	pages := pagesFor(o.MaxContext)
-	code, scale := backend.KVPlaneBytes(m.e.kvFmt, c.HeadDim)
-	nvec := int64(pages) * int64(c.NumKeyValueHeads) * backend.KVPage
-	R := m.rows
-	sizes := []int64{4 * int64(pages), nvec * code, nvec * code}
-	if scale > 0 {
-		sizes = append(sizes, nvec*scale, nvec*scale)
-	}
-	sizes = append(sizes, 4*int64(R), 4*int64(R), 4*int64(R)*int64(c.HiddenSize), 4*int64(c.HiddenSize))
-	var sz backend.Sizer
-	for _, n := range sizes {
-		sz.Add(n)
-	}
-	arena, err := backend.NewArena(m.e.be, "mtp.sequence", sz.Bytes())
+	lay, g, err := layout.MTPSequence(c, seqOptions(o, m.e.kvFmt))
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("engine: mtp: %w", err)
 	}
-	views := make([]backend.View, len(sizes))
-	for i, n := range sizes {
-		if views[i], err = arena.Alloc(n); err != nil {
-			s.Close()
-			m.e.be.Free(arena.Buffer())
-			return nil, fmt.Errorf("engine: mtp sequence: %w", err)
-		}
+	if R := layout.MTPRows(m.e.stepTokens(), o.StateSlots); R != m.rows {
+		s.Close()
+		return nil, fmt.Errorf("engine: mtp sequence: %d rows, the head's workspace has %d", R, m.rows)
 	}
+	arena, err := backend.NewArena(m.e.be, lay.Name, lay.Capacity)
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("engine: mtp: %w", err)
+	}
+	views, err := carve(arena, lay)
+	if err != nil {
+		s.Close()
+		m.e.be.Free(arena.Buffer())
+		return nil, fmt.Errorf("engine: mtp sequence: %w", err)
+	}
+	at := func(term string, off int64) backend.View {
+		v := views[term]
+		v.Off += off
+		return v
+	}
+	R, pages := m.rows, g.Pages
 	ms := &MTPSequence{s: s, m: m, arena: arena, mhPos: -1,
 		hostID: make([]int32, R), hostPs: make([]int32, R), argmax: make([]int32, 1)}
+	k, v, ks, vs := g.KVPlanes(0)
 	ms.kv = backend.KVLayer{Format: m.e.kvFmt, KVHeads: c.NumKeyValueHeads, HeadDim: c.HeadDim, Pages: pages,
-		BlockTable: views[0], TableLen: pages, K: views[1], V: views[2]}
-	i := 3
-	if scale > 0 {
-		ms.kv.KS, ms.kv.VS = views[3], views[4]
-		i = 5
+		BlockTable: views["mtp.block_table"], TableLen: pages, K: at("kv.mtp", k), V: at("kv.mtp", v)}
+	if g.KVScale > 0 {
+		ms.kv.KS, ms.kv.VS = at("kv.mtp", ks), at("kv.mtp", vs)
 	}
-	ms.ids, ms.pos = views[i], views[i+1]
-	ms.hbuf = backend.Dense(views[i+2], R, c.HiddenSize)
-	ms.mh = backend.Dense(views[i+3], 1, c.HiddenSize)
+	ms.ids, ms.pos = views["mtp.ids"], views["mtp.pos"]
+	ms.hbuf = backend.Dense(views["mtp.hidden"], R, c.HiddenSize)
+	ms.mh = backend.Dense(views["mtp.last_hidden"], 1, c.HiddenSize)
 	table := make([]int32, pages)
 	for p := range table {
 		table[p] = int32(p)
@@ -515,38 +514,27 @@ func (ms *MTPSequence) step(h backend.Tensor, ids []int32, pos0 int, draft bool)
 		return fmt.Errorf("engine: mtp positions: %w", err)
 	}
 	H, eps := c.HiddenSize, float32(c.RMSNormEps)
-	m.ws.Reset()
-	p := stepper{ws: m.ws}
-	emb, cat := p.dense(T, H), p.dense(T, 2*H)
-	x, xn := p.dense(T, H), p.dense(T, H)
+	wv := &m.wv
+	emb, cat := backend.Dense(wv.emb, T, H), backend.Dense(wv.cat, T, 2*H)
+	x, xn := backend.Dense(wv.x, T, H), backend.Dense(wv.xn, T, H)
 	be.Embed(emb, e.embed, ms.ids)
 	be.RMSNorm(cat.Cols(0, H), emb, m.normE, eps, true)
 	be.RMSNorm(cat.Cols(H, H), h, m.normH, eps, true)
 	be.MatMul(x, cat, m.fc, false)
 	ly := &m.ly
 	be.RMSNorm(xn, x, ly.inNorm, eps, true)
-	ms.attention(&p, ly, x, xn, T)
+	ms.attention(ly, x, xn, T)
 	be.RMSNorm(xn, x, ly.postNorm, eps, true)
-	g, u := p.dense(T, c.IntermediateSize), p.dense(T, c.IntermediateSize)
+	g, u := backend.Dense(wv.gate, T, c.IntermediateSize), backend.Dense(wv.up, T, c.IntermediateSize)
 	be.MatMul(g, xn, ly.gate, false)
 	be.MatMul(u, xn, ly.up, false)
 	be.SwiGLU(g, g, u)
 	be.MatMul(x, g, ly.down, true)
-	hn := p.dense(T, H)
+	hn := backend.Dense(wv.hn, T, H)
 	be.RMSNorm(hn, x, m.norm, eps, true)
 	LR := e.opts.LogitsRows
-	dn := c.VocabSize
-	if m.draft != nil {
-		dn = max(dn, m.draft.N)
-	}
-	lgBuf := p.dense(LR, dn)
-	am, err := m.ws.Alloc(4 * int64(LR))
-	if err != nil && p.err == nil {
-		p.err = err
-	}
-	if p.err != nil {
-		return fmt.Errorf("engine: mtp workspace: %w", p.err)
-	}
+	lgBuf := backend.Dense(wv.logits, LR, c.VocabSize) // the proposal head has ≤ V rows
+	am := wv.argmax
 	if ms.Logits {
 		V := c.VocabSize
 		lg := backend.Dense(lgBuf.View, LR, V)
@@ -595,15 +583,12 @@ func (ms *MTPSequence) step(h backend.Tensor, ids []int32, pos0 int, draft bool)
 
 // attention is the MTP layer's gated full attention over its own KV cache;
 // it adds o_proj(...) into x.
-func (ms *MTPSequence) attention(p *stepper, ly *layer, x, xn backend.Tensor, T int) {
-	be, c := ms.m.e.be, ms.m.e.cfg
+func (ms *MTPSequence) attention(ly *layer, x, xn backend.Tensor, T int) {
+	be, c, wv := ms.m.e.be, ms.m.e.cfg, &ms.m.wv
 	nh, nkv, hd := c.NumAttentionHeads, c.NumKeyValueHeads, c.HeadDim
 	eps := float32(c.RMSNormEps)
-	qg := p.dense(T, 2*nh*hd)
-	q, k, v, att := p.dense(T, nh*hd), p.dense(T, nkv*hd), p.dense(T, nkv*hd), p.dense(T, nh*hd)
-	if p.err != nil {
-		return
-	}
+	qg := backend.Dense(wv.qg, T, 2*nh*hd)
+	q, k, v, att := backend.Dense(wv.q, T, nh*hd), backend.Dense(wv.k, T, nkv*hd), backend.Dense(wv.v, T, nkv*hd), backend.Dense(wv.att, T, nh*hd)
 	be.MatMul(qg, xn, ly.q, false)
 	be.MatMul(k, xn, ly.k, false)
 	be.MatMul(v, xn, ly.v, false)

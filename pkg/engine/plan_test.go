@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"testing"
 
@@ -15,9 +17,10 @@ import (
 	"github.com/ninfer/ninfer/pkg/testmodel"
 )
 
-// convertedModels generates the tiny model and converts it with q8 and
-// groupwise-int into t.TempDir(); it returns the artifact paths by recipe.
-func convertedModels(t *testing.T) map[string]string {
+// convertedModels generates the tiny model and converts it with q8 (with a
+// proposal head over draft) and groupwise-int into t.TempDir(); it returns
+// the artifact paths by recipe.
+func convertedModels(t *testing.T, draft []int32) map[string]string {
 	t.Helper()
 	dir := t.TempDir()
 	src := filepath.Join(dir, "hf")
@@ -31,7 +34,11 @@ func convertedModels(t *testing.T) map[string]string {
 			t.Fatal(err)
 		}
 		out := filepath.Join(dir, name+".ninfer")
-		if _, err := convert.Convert(context.Background(), src, out, convert.Options{Recipe: r, Workers: 2}); err != nil {
+		o := convert.Options{Recipe: r, Workers: 2}
+		if name == "q8" {
+			o.Draft = &convert.DraftHead{TokenIDs: draft}
+		}
+		if _, err := convert.Convert(context.Background(), src, out, o); err != nil {
 			t.Fatalf("convert with %s: %v", name, err)
 		}
 		models[name] = out
@@ -54,10 +61,17 @@ func planObjects(w *loader.Weights) []plan.Object {
 // engine's weights, sequence and workspace arena capacities equal the
 // fields pkg/plan computes for the same options, term by term for the
 // sequence. It also runs a full step and checks that the workspace's
-// largest phase is exactly reached (aligned peak = capacity).
+// largest phase is exactly reached (aligned peak = capacity). With MTP
+// (k = 1..3, KV bf16/int8/fp8, with and without the proposal head) the MTP
+// head's arenas are checked the same way (checkMTPArenas).
 func TestArenasEqualPlan(t *testing.T) {
 	r := seeded(t)
-	for rec, path := range convertedModels(t) {
+	vocab := testmodel.DefaultOptions().Vocab
+	draft := make([]int32, 0, vocab/4)
+	for _, id := range r.Perm(vocab)[:vocab/4] {
+		draft = append(draft, int32(id))
+	}
+	for rec, path := range convertedModels(t, draft) {
 		w, err := loader.OpenWeights(path)
 		if err != nil {
 			t.Fatal(err)
@@ -109,23 +123,106 @@ func TestArenasEqualPlan(t *testing.T) {
 				}
 			}
 		}
-		// MTP k=2 as ninfer-bench runs it (3 state slots, 3 logits rows):
-		// the target's arenas are the plan's without the MTP head's parts
-		// (kv.mtp and the mtp/* weights are not engine-backed yet).
-		e, s := newEngine(t, w, "avx2", Options{MaxContext: 300, PrefillChunk: 256, KVDtype: "fp8", StateSlots: 3, LogitsRows: 3})
-		p, err := plan.New(cfg, objs, plan.Options{MaxContext: 300, KVCapacity: 300, KVDtype: plan.KVFP8, PrefillChunk: 256,
-			Spec: plan.SpecMTP, DraftTokens: 2, Backend: plan.BackendCPU, AvailableAfterWeightsBytes: 1 << 30})
-		if err != nil {
-			t.Fatal(err)
+		// MTP as ninfer-bench runs it (k+1 state slots and logits rows).
+		for k := 1; k <= 3; k++ {
+			for _, kv := range []string{"bf16", "int8", "fp8"} {
+				for _, prop := range []bool{false, true} {
+					if prop && rec != "q8" {
+						continue // only the q8 artifact has a proposal head
+					}
+					checkMTPArenas(t, r, w, objs, rec, k, kv, prop)
+				}
+			}
 		}
-		mtpKV, _ := p.Sequence.Term("kv.mtp")
-		if p.GDN.Slots != 3 || mtpKV.Bytes == 0 || s.Bytes() != p.Sequence.Capacity-layout.AlignUp(mtpKV.Bytes) ||
-			e.Arenas()["workspace"] != p.Workspace {
-			t.Errorf("%s mtp: engine sequence %d workspace %d; plan sequence %d − kv.mtp %d, workspace %d, slots %d", rec,
-				s.Bytes(), e.Arenas()["workspace"], p.Sequence.Capacity, mtpKV.Bytes, p.Workspace, p.GDN.Slots)
+	}
+}
+
+// checkMTPArenas builds the engine, the MTP head and an MTP sequence for
+// draft tokens k and checks them against the plan of --spec mtp: the
+// reported weights, sequence and workspace (target + MTP arenas) and each
+// MTP arena equal the plan's, the MTP views sit at the plan's term offsets,
+// and kv_payload_bytes is the text KV plus the engine's one-layer MTP KV.
+// A prefill over two chunks and k drafts then run on the carved arenas.
+func checkMTPArenas(t *testing.T, r *rand.Rand, w *loader.Weights, objs []plan.Object, rec string, k int, kv string, prop bool) {
+	t.Helper()
+	cfg := w.Config()
+	ctx, chunk := []int{0, 300, 100, 4096}[k], []int{0, 256, 128, 128}[k]
+	name := fmt.Sprintf("%s mtp k=%d kv=%s proposal=%v", rec, k, kv, prop)
+	e, err := New(w, newBackend(t, "avx2"), Options{MaxContext: ctx, PrefillChunk: chunk, KVDtype: kv, StateSlots: k + 1, LogitsRows: k + 1})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	defer e.Close()
+	m, err := e.LoadMTP(w, MTPOptions{ProposalHead: prop})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	defer m.Close()
+	ms, err := m.NewMTPSequence()
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	defer ms.Close()
+	p, err := plan.New(cfg, objs, plan.Options{MaxContext: int64(ctx), KVCapacity: int64(ctx), KVDtype: plan.KVDtype(kv),
+		PrefillChunk: int64(chunk), Spec: plan.SpecMTP, DraftTokens: k, LMHeadDraft: prop, Backend: plan.BackendCPU,
+		AvailableAfterWeightsBytes: 1 << 30})
+	if err != nil {
+		t.Fatalf("%s: plan: %v", name, err)
+	}
+	mem, ma := p.Memory, m.Arenas()
+	if got := e.weights.Cap() + ma["mtp.weights"]; got != mem.Weights.CapacityBytes || ma["mtp.weights"] != p.MTP.Weights.Capacity {
+		t.Errorf("%s: weights %d + mtp.weights %d, plan %d (mtp.weights %d)", name, e.weights.Cap(), ma["mtp.weights"], mem.Weights.CapacityBytes, p.MTP.Weights.Capacity)
+	}
+	if ms.Bytes() != mem.Sequence.CapacityBytes || ms.arena.Cap() != p.MTP.Sequence.Capacity {
+		t.Errorf("%s: sequence %d (mtp.sequence %d), plan %d (%d)", name, ms.Bytes(), ms.arena.Cap(), mem.Sequence.CapacityBytes, p.MTP.Sequence.Capacity)
+	}
+	if got := e.ws.Cap() + ma["mtp.workspace"]; got != mem.Workspace.CapacityBytes || ma["mtp.workspace"] != p.MTP.Workspace.Capacity {
+		t.Errorf("%s: workspace %d + mtp.workspace %d, plan %d (mtp.workspace %d)", name, e.ws.Cap(), ma["mtp.workspace"], mem.Workspace.CapacityBytes, p.MTP.Workspace.Capacity)
+	}
+	wantTerms := mtpTensors(cfg)
+	if prop {
+		wantTerms += 2 // text/draft_head, text/draft_head_token_ids
+	}
+	if len(p.MTP.Weights.Terms) != wantTerms || len(p.Weights.Terms) != len(cfg.Tensors())+wantTerms-mtpTensors(cfg) {
+		t.Errorf("%s: plan weights %d terms (mtp.weights %d), want %d mtp terms", name, len(p.Weights.Terms), len(p.MTP.Weights.Terms), wantTerms)
+	}
+	// Views at the plan's offsets (within the MTP arenas).
+	term := func(a plan.Arena, n string) int64 {
+		tm, ok := a.Term(n)
+		if !ok {
+			t.Errorf("%s: plan %s has no term %s", name, a.Name, n)
 		}
-		s.Close()
-		e.Close()
+		return tm.Offset
+	}
+	if m.norm.Off != term(p.MTP.Weights, "mtp/norm") || m.normE.Off != term(p.MTP.Weights, "mtp/pre_fc_norm_embedding") ||
+		ms.kv.K.Off != term(p.MTP.Sequence, "kv.mtp") || ms.kv.BlockTable.Off != term(p.MTP.Sequence, "mtp.block_table") ||
+		ms.ids.Off != term(p.MTP.Sequence, "mtp.ids") || ms.hbuf.Off != term(p.MTP.Sequence, "mtp.hidden") ||
+		ms.mh.Off != term(p.MTP.Sequence, "mtp.last_hidden") || m.wv.logits.Off != term(p.MTP.Workspace, "logits") ||
+		m.wv.x.Off != term(p.MTP.Workspace, "x") {
+		t.Errorf("%s: MTP views off the plan's terms", name)
+	}
+	code, scale := backend.KVPlaneBytes(e.kvFmt, cfg.HeadDim)
+	pages := int64(layout.Pages(ctx))
+	if want := int64(len(cfg.FullLayers())+1) * pages * 64 * int64(cfg.NumKeyValueHeads) * 2 * (code + scale); mem.KVPayloadBytes != want ||
+		p.KV.MTPBytes != want/int64(len(cfg.FullLayers())+1) {
+		t.Errorf("%s: kv_payload_bytes %d (mtp %d), want %d", name, mem.KVPayloadBytes, p.KV.MTPBytes, want)
+	}
+	if ms.kv.Pages != int(pages) || (scale > 0) != (ms.kv.KS.Buf != nil) {
+		t.Errorf("%s: MTP KV %d pages (scales %v)", name, ms.kv.Pages, ms.kv.KS.Buf != nil)
+	}
+	// Run on the carved arenas: two prefill chunks, then k drafts.
+	n := min(chunk+5, ctx-k-1)
+	if _, err := ms.Prefill(randIDs(r, n, cfg.VocabSize)); err != nil {
+		t.Fatalf("%s: prefill: %v", name, err)
+	}
+	d, err := ms.Draft(int32(r.IntN(cfg.VocabSize)), k)
+	if err != nil || len(d) != k {
+		t.Fatalf("%s: draft %v %v", name, d, err)
+	}
+	for _, id := range d {
+		if id < 0 || int(id) >= cfg.VocabSize {
+			t.Errorf("%s: draft id %d outside the vocabulary", name, id)
+		}
 	}
 }
 

@@ -28,6 +28,19 @@
 // x and x_norm; the workspace capacity is the largest phase. Step tokens
 // are min(prefill chunk, max context): no step can process more.
 //
-// The MTP head's own arenas (mtp.weights, mtp.sequence, mtp.workspace of
-// pkg/engine/mtp.go) are not described here yet.
+// MTP (mtp.go): with speculation the MTP head (pkg/engine/mtp.go) keeps
+// three arenas of its own, each laid out here:
+//
+//   - MTPWeights ("mtp.weights"): the mtp/* tensors in inventory order
+//     (BoundBytes), then with the proposal head text/draft_head and
+//     text/draft_head_token_ids.
+//   - MTPSequence ("mtp.sequence", one per sequence): kv.mtp (one layer over
+//     the target's pages, MTPGeometry), mtp.block_table, mtp.ids, mtp.pos
+//     (int32 [rows]), mtp.hidden (fp32 [rows, H]), mtp.last_hidden
+//     (fp32 [H]); rows = MTPRows(step tokens, state slots).
+//   - MTPWorkspace ("mtp.workspace"): every buffer of one MTP step of up to
+//     rows rows, carved once (no phases).
+//
+// pkg/plan reports each MTP arena inside the corresponding memory-object
+// field (weights, sequence, workspace: sums).
 package layout

@@ -139,3 +139,63 @@ func TestBoundBytesAndSteps(t *testing.T) {
 		t.Error("StepTokens/Pages")
 	}
 }
+
+// TestMTPSequence pins the MTP head's sequence arena of the tiny config:
+// 130 tokens (3 pages), 100-token steps, 2 state slots (101 rows), int8 KV.
+func TestMTPSequence(t *testing.T) {
+	a, g, err := MTPSequence(tiny(), SequenceOptions{MaxContext: 130, StepTokens: 100, KVDtype: "int8", StateSlots: 2, ConvElemBytes: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vecs := int64(3 * 1 * 64)
+	kv := 2 * vecs * (32 + 2) // one layer: K, V codes + fp16 scales
+	want := []Term{
+		{"kv.mtp", 0, kv},
+		{"mtp.block_table", AlignUp(kv), 12},
+		{"mtp.ids", AlignUp(kv) + 256, 404},
+		{"mtp.pos", AlignUp(kv) + 256 + 512, 404},
+		{"mtp.hidden", AlignUp(kv) + 256 + 1024, 101 * 64 * 4},
+		{"mtp.last_hidden", AlignUp(kv) + 256 + 1024 + AlignUp(101*64*4), 64 * 4},
+	}
+	if a.Name != MTPSequenceArena || len(a.Terms) != len(want) {
+		t.Fatalf("arena %s with %d terms %+v", a.Name, len(a.Terms), a.Terms)
+	}
+	for i, w := range want {
+		if a.Terms[i] != w {
+			t.Errorf("term %d = %+v, want %+v", i, a.Terms[i], w)
+		}
+	}
+	if a.Capacity != want[5].Offset+256 || g.KVLayers != 1 || g.GDNLayers != 0 || g.KVPayloadBytes() != kv || g.Pages != 3 {
+		t.Errorf("capacity %d, geometry %+v", a.Capacity, g)
+	}
+	if k, v, ks, vs := g.KVPlanes(0); k != 0 || v != vecs*32 || ks != 2*vecs*32 || vs != 2*vecs*32+2*vecs {
+		t.Errorf("planes %d %d %d %d", k, v, ks, vs)
+	}
+	// A verify of more state slots than step tokens sets the rows.
+	if MTPRows(4, 6) != 7 || MTPRows(1024, 3) != 1025 {
+		t.Errorf("MTPRows %d %d", MTPRows(4, 6), MTPRows(1024, 3))
+	}
+	for _, bad := range []SequenceOptions{{MaxContext: 64, StepTokens: 64, StateSlots: 0}, {MaxContext: 64, StepTokens: 64, StateSlots: 1, KVDtype: "q4"}} {
+		if _, _, err := MTPSequence(tiny(), bad); err == nil {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+}
+
+// TestMTPWorkspaceAndWeights pins the MTP workspace of the tiny config for
+// 11-row steps with 3 logits rows, and the weights arena's name.
+func TestMTPWorkspaceAndWeights(t *testing.T) {
+	a := MTPWorkspace(tiny(), 11, 3)
+	r := func(cols int64) int64 { return AlignUp(4 * 11 * cols) }
+	// embed, concat, x, x_norm; q_gate, q, k, v, out; gate, up; hidden_norm;
+	// logits [3, 1000]; argmax int32 [3]
+	want := r(64) + r(128) + 2*r(64) + r(128) + r(64) + 2*r(32) + r(64) + 2*r(128) + r(64) + AlignUp(4*3*1000) + 256
+	if a.Name != MTPWorkspaceArena || a.Capacity != want || len(a.Terms) != 14 || a.Terms[2] != (Term{"x", r(64) + r(128), 4 * 11 * 64}) ||
+		a.Bytes("argmax") != 12 || a.Bytes("logits") != 12000 {
+		t.Errorf("mtp workspace %d (%d terms, x %+v), want %d", a.Capacity, len(a.Terms), a.Terms[2], want)
+	}
+	w := MTPWeights([]Term{{Name: "mtp/fc", Bytes: 300}, {Name: "mtp/norm", Bytes: 256}})
+	if w.Name != MTPWeightsArena || w.Capacity != 768 || w.Terms[1].Offset != 512 {
+		t.Errorf("mtp weights %+v", w)
+	}
+}

@@ -19,11 +19,19 @@
 //
 // Outputs (Plan):
 //   - Weights: layout.Weights: one Term per device object in the engine's
-//     binding order, norm/conv/control vectors widened to fp32.
+//     binding order, norm/conv/control vectors widened to fp32; with MTP
+//     followed by the terms of the MTP head's own arena
+//     (layout.MTPWeights: mtp/*, the proposal head and its ids).
 //   - Sequence: layout.Sequence ("kv.text", "gdn.ssm_state",
-//     "gdn.conv_state", "block_table", "ctl.*"), plus "kv.mtp" with MTP.
+//     "gdn.conv_state", "block_table", "ctl.*"), with MTP followed by the
+//     MTP head's layout.MTPSequence ("kv.mtp", "mtp.block_table",
+//     "mtp.ids", "mtp.pos", "mtp.hidden", "mtp.last_hidden").
 //   - Phases: layout.Workspace ("attention", "gdn", "mlp", "logits"), each
-//     laid out from offset 0; the workspace capacity is the largest phase.
+//     laid out from offset 0; the workspace capacity is the largest phase,
+//     plus with MTP the MTP head's layout.MTPWorkspace.
+//   - MTP: the MTP head's three arenas alone (mtp.weights, mtp.sequence,
+//     mtp.workspace). The engine allocates them separately; each
+//     memory-object field is the sum of the target's and the MTP arena.
 //   - GraphAllowanceBytes, the KV capacity resolution (Resolution), the
 //     backend scratch outside the arenas (ScratchBytes, reported only) and
 //     the schema-15 memory object (Memory), encoded by Memory.JSON.
@@ -33,7 +41,7 @@
 // sequence buffers, the workspace phases, the GDN slot count (1; k+1 with
 // MTP k) and the fp32 conv state are ninfer's own (docs/PLAN.md);
 // Options.GDNStateSlots, ConvStateBytes and the measured overrides reproduce
-// upstream's figures (the seed reconciliation). The MTP head's own arenas
-// are not yet in pkg/layout: with MTP only the reference kv.mtp term and the
-// MTP weights objects are planned.
+// upstream's figures (the seed reconciliation), as does
+// Options.ReferenceMTPKV for the reference's MTP KV formula (the engine's
+// MTP cache is one layer over the main pages; docs/PLAN.md §2.3).
 package plan

@@ -19,11 +19,14 @@ type Arena = layout.Arena
 // KVGeometry describes the paged KV pools of the sequence arena. Pool
 // "kv.text" holds TextLayers layers of LayerBytes each (layer-major, in
 // full-attention layer order; within a layer the K, V, K-scale and V-scale
-// planes of layout.SeqGeometry.KVPlanes); "kv.mtp" holds MTPLayers layers
-// of MTPLayerBytes (the reference formula; not yet engine-backed).
+// planes of layout.SeqGeometry.KVPlanes); with MTP, "kv.mtp" (the first term
+// of the MTP head's mtp.sequence arena) holds MTPLayers layers of
+// MTPLayerBytes: the engine's cache (layout.MTPGeometry: one layer over the
+// main pages), or with Options.ReferenceMTPKV the reference formula
+// (L_mtp layers of pages + C·ceil((k−1)/64) pages).
 type KVGeometry struct {
 	Pages             int64 // main page groups (kv_capacity / 64)
-	MTPPages          int64 // pages + C·ceil((k−1)/64) with MTP, else 0
+	MTPPages          int64 // pages (engine) or pages + C·ceil((k−1)/64) (reference) with MTP, else 0
 	KVHeads, HeadDim  int
 	BytesPerTokenHead int64
 	TextLayers        int
@@ -69,44 +72,71 @@ func seqOptions(o Options, maxCtx, pages int64) layout.SequenceOptions {
 		KVDtype: string(o.KVDtype), StateSlots: gdnSlots(o), ConvElemBytes: o.ConvStateBytes}
 }
 
-// sequenceArena is the persistent per-sequence arena at the given pages:
-// the engine's layout.Sequence (KV pages sized to the capacity), then, with
-// MTP, the reference's kv.mtp pool. The step tokens (ctl.ids, ctl.pos) are
-// min(prefill chunk, max context).
-func sequenceArena(c qwen35.Config, o Options, maxCtx, pages int64) (Arena, KVGeometry, GDNGeometry, error) {
-	state, other, g, err := layout.SequenceTerms(c, seqOptions(o, maxCtx, pages))
+// sequenceArena is the persistent per-sequence memory at the given pages:
+// the engine's layout.Sequence (KV pages sized to the capacity) and, with
+// MTP, the MTP head's layout.MTPSequence, as the engine allocates them
+// (two arenas). It returns both arenas concatenated (the MTP terms after the
+// target's, at the target's capacity plus their offset in mtp.sequence:
+// capacity = the sum of both) and the mtp.sequence arena alone. The step
+// tokens (ctl.ids, ctl.pos) are min(prefill chunk, max context).
+//
+// SequenceOtherBytesOverride replaces the non-state terms of both arenas by
+// one term; ReferenceMTPKV sizes kv.mtp by the reference formula. Either
+// makes the result a reconciliation figure, not the engine's arenas.
+func sequenceArena(c qwen35.Config, o Options, maxCtx, pages int64) (Arena, Arena, KVGeometry, GDNGeometry, error) {
+	so := seqOptions(o, maxCtx, pages)
+	state, other, g, err := layout.SequenceTerms(c, so)
 	if err != nil {
-		return Arena{}, KVGeometry{}, GDNGeometry{}, err
+		return Arena{}, Arena{}, KVGeometry{}, GDNGeometry{}, err
 	}
 	kv := KVGeometry{Pages: pages, KVHeads: c.NumKeyValueHeads, HeadDim: c.HeadDim, BytesPerTokenHead: g.BytesPerTokenHead(),
 		TextLayers: g.KVLayers, LayerBytes: g.KVLayerBytes, TextBytes: g.KVPayloadBytes()}
-	if o.Spec == SpecMTP {
-		kv.MTPLayers = c.MTPNumHiddenLayers
-		kv.MTPPages = pages + int64(o.MaxConcurrency)*ceilDiv(int64(o.DraftTokens-1), PageTokens)
-		kv.MTPLayerBytes = kv.MTPPages * PageTokens * int64(c.NumKeyValueHeads) * kv.BytesPerTokenHead
-		kv.MTPBytes = int64(kv.MTPLayers) * kv.MTPLayerBytes
-	}
 	gdn := GDNGeometry{Layers: g.GDNLayers, Slots: g.Slots, StateBytesPerLayer: g.SSMSlotBytes, ConvBytesPerLayer: g.ConvSlotBytes}
 	gdn.SlotBytes = int64(gdn.Layers) * (gdn.StateBytesPerLayer + gdn.ConvBytesPerLayer)
+	var mState, mOther []Term
+	if o.Spec == SpecMTP {
+		var mg layout.SeqGeometry
+		if mState, mOther, mg, err = layout.MTPSequenceTerms(c, so); err != nil {
+			return Arena{}, Arena{}, KVGeometry{}, GDNGeometry{}, err
+		}
+		kv.MTPLayers, kv.MTPPages, kv.MTPLayerBytes = mg.KVLayers, int64(mg.Pages), mg.KVLayerBytes
+		if o.ReferenceMTPKV {
+			kv.MTPLayers = c.MTPNumHiddenLayers
+			kv.MTPPages = pages + int64(o.MaxConcurrency)*ceilDiv(int64(o.DraftTokens-1), PageTokens)
+			kv.MTPLayerBytes = kv.MTPPages * PageTokens * int64(c.NumKeyValueHeads) * kv.BytesPerTokenHead
+		}
+		kv.MTPBytes = int64(kv.MTPLayers) * kv.MTPLayerBytes
+		mState[0].Bytes = kv.MTPBytes // "kv.mtp"
+	}
 	terms := state
 	if o.SequenceOtherBytesOverride > 0 {
 		terms = append(terms, Term{Name: "seq.other_measured", Bytes: o.SequenceOtherBytesOverride})
+		mOther = nil
 	} else {
 		terms = append(terms, other...)
 	}
-	terms = append(terms, Term{Name: "kv.mtp", Bytes: kv.MTPBytes})
-	return layout.Lay("sequence", terms), kv, gdn, nil
+	mtpSeq := layout.Lay(layout.MTPSequenceArena, append(mState, mOther...))
+	terms = append(terms, mtpSeq.Terms...)
+	return layout.Lay("sequence", terms), mtpSeq, kv, gdn, nil
 }
 
 // workspacePhases are the engine's workspace phases (layout.Workspace) for
-// steps of min(prefill chunk, max context) tokens.
-func workspacePhases(c qwen35.Config, o Options, maxCtx int64) []Arena {
-	phases, _ := layout.Workspace(c, layout.StepTokens(int(maxCtx), int(o.PrefillChunk)), int(o.LogitsRows))
-	return phases
+// steps of min(prefill chunk, max context) tokens, and with MTP the MTP
+// head's own workspace arena (layout.MTPWorkspace; zero without MTP).
+func workspacePhases(c qwen35.Config, o Options, maxCtx int64) ([]Arena, Arena) {
+	T := layout.StepTokens(int(maxCtx), int(o.PrefillChunk))
+	phases, _ := layout.Workspace(c, T, int(o.LogitsRows))
+	var mtp Arena
+	if o.Spec == SpecMTP {
+		mtp = layout.MTPWorkspace(c, layout.MTPRows(T, gdnSlots(o)), int(o.LogitsRows))
+	}
+	return phases, mtp
 }
 
-// workspaceCapacity is the largest phase, or the measured override.
-func workspaceCapacity(phases []Arena, o Options) int64 {
+// workspaceCapacity is the target's largest phase plus the MTP head's
+// workspace (the engine keeps them in separate arenas), or the measured
+// override.
+func workspaceCapacity(phases []Arena, mtp Arena, o Options) int64 {
 	if o.WorkspaceBytesOverride > 0 {
 		return o.WorkspaceBytesOverride
 	}
@@ -114,14 +144,21 @@ func workspaceCapacity(phases []Arena, o Options) int64 {
 	for _, p := range phases {
 		m = max(m, p.Capacity)
 	}
-	return m
+	return m + mtp.Capacity
 }
 
-// weightsArena lays out the device objects as the engine binds them:
-// objects of the tensor inventory first, in inventory order, with
-// layout.BoundBytes (norm, conv and control vectors widened to fp32), then
-// any other object (the proposal head) at its encoded size, in input order.
-func weightsArena(c qwen35.Config, dev []Object) (Arena, error) {
+// weightsArena lays out the device objects as the engine binds them, in two
+// arenas: "weights" (the text objects of the tensor inventory in inventory
+// order, then any other non-MTP, non-proposal object in input order) and
+// "mtp.weights" (layout.MTPWeights: the mtp/* objects in inventory order,
+// then the proposal head text/draft_head, its id map
+// text/draft_head_token_ids and any other mtp or proposal object in input
+// order).
+// Inventory objects get layout.BoundBytes (norm, conv and control vectors
+// widened to fp32), the others their encoded size. It returns both arenas
+// concatenated (the mtp.weights terms after the target's; capacity = the
+// sum of both) and the mtp.weights arena alone.
+func weightsArena(c qwen35.Config, dev []Object) (Arena, Arena, error) {
 	type inv struct {
 		pos int
 		t   qwen35.Tensor
@@ -130,28 +167,38 @@ func weightsArena(c qwen35.Config, dev []Object) (Arena, error) {
 	for i, t := range c.Tensors() {
 		known[t.Name] = inv{i, t}
 	}
+	proposalPos := map[string]int{qwen35.NameDraftHead: len(known), qwen35.NameDraftIDs: len(known) + 1}
 	type item struct {
 		pos  int
+		mtp  bool
 		term Term
 	}
 	items := make([]item, len(dev))
 	for i, d := range dev {
-		it := item{pos: len(known) + i, term: Term{Name: d.ID, Bytes: d.Bytes}}
+		it := item{pos: len(known) + 2 + i, term: Term{Name: d.ID, Bytes: d.Bytes},
+			mtp: d.Component == qwen35.ComponentMTP || d.IsProposal()}
 		if k, ok := known[d.ID]; ok {
 			n, err := format.Elements(k.t.Shape)
 			if err != nil {
-				return Arena{}, fmt.Errorf("object %s: %w", d.ID, err)
+				return Arena{}, Arena{}, fmt.Errorf("object %s: %w", d.ID, err)
 			}
 			it.pos, it.term.Bytes = k.pos, layout.BoundBytes(k.t.Class, n, d.Bytes)
+		} else if p, ok := proposalPos[d.ID]; ok {
+			it.pos = p
 		}
 		items[i] = it
 	}
 	sort.SliceStable(items, func(a, b int) bool { return items[a].pos < items[b].pos })
-	terms := make([]Term, len(items))
-	for i, it := range items {
-		terms[i] = it.term
+	var text, mtp []Term
+	for _, it := range items {
+		if it.mtp {
+			mtp = append(mtp, it.term)
+		} else {
+			text = append(text, it.term)
+		}
 	}
-	return layout.Weights(terms), nil
+	m := layout.MTPWeights(mtp)
+	return layout.Weights(append(text, m.Terms...)), m, nil
 }
 
 // graphAllowance is the CUDA-graph memory allowance for a KV capacity of

@@ -144,6 +144,12 @@ type Options struct {
 	// on cuda, none on cpu; negative = none).
 	RuntimeOverheadBytes int64
 
+	// ReferenceMTPKV sizes the MTP KV cache (kv.mtp) by the reference
+	// formula L_mtp·(pages + C·ceil((k−1)/64))·64·kv_heads·B instead of the
+	// engine's layout.MTPGeometry (one layer over the main pages): the seed
+	// reconciliation only.
+	ReferenceMTPKV bool
+
 	// Measured overrides (0 = computed from ninfer's own layout).
 	WorkspaceBytesOverride     int64 // workspace arena capacity
 	SequenceOtherBytesOverride int64 // the non-state sequence buffers (block table, ctl.*), as one term

@@ -46,10 +46,18 @@ type Plan struct {
 	KV          KVGeometry
 	GDN         GDNGeometry
 
-	Weights   Arena   // device objects as the engine binds them (layout.Weights)
-	Sequence  Arena   // persistent per-sequence arena (layout.Sequence + kv.mtp)
-	Phases    []Arena // workspace phases (layout.Workspace), each from offset 0
-	Workspace int64   // workspace arena capacity (largest phase or override)
+	// Weights, Sequence and Workspace are what the memory object reports:
+	// the target's arenas plus, with MTP, the MTP head's (MTP). Weights and
+	// Sequence list the target's terms, then the MTP arena's terms (offsets
+	// continue after the target's capacity); capacities are the sums.
+	Weights   Arena   // device objects as the engine binds them (layout.Weights + layout.MTPWeights)
+	Sequence  Arena   // per-sequence arenas (layout.Sequence + layout.MTPSequence)
+	Phases    []Arena // the target's workspace phases (layout.Workspace), each from offset 0
+	Workspace int64   // largest phase + MTP workspace capacity, or the override
+
+	// MTP are the MTP head's own arenas as the engine allocates them (zero
+	// without MTP); they are included in the three fields above.
+	MTP MTPArenas
 
 	// ScratchBytes is the backend's memory outside the arenas
 	// (Options.BackendScratchBytes): reported, not reserved.
@@ -61,25 +69,35 @@ type Plan struct {
 	Memory              Memory
 }
 
+// MTPArenas are the MTP head's arenas (pkg/engine/mtp.go): mtp.weights
+// (layout.MTPWeights), mtp.sequence (layout.MTPSequence; kv.mtp by the
+// reference formula with Options.ReferenceMTPKV, its non-state terms
+// dropped with SequenceOtherBytesOverride) and mtp.workspace
+// (layout.MTPWorkspace).
+type MTPArenas struct {
+	Weights, Sequence, Workspace Arena
+}
+
 // planAt is the device reservation at a page count.
 type planAt struct {
-	seq       Arena
-	kv        KVGeometry
-	gdn       GDNGeometry
-	phases    []Arena
-	workspace int64
-	graph     int64
+	seq, mtpSeq Arena
+	kv          KVGeometry
+	gdn         GDNGeometry
+	phases      []Arena
+	mtpWS       Arena
+	workspace   int64
+	graph       int64
 }
 
 func (p planAt) reservation() int64 { return p.seq.Capacity + p.workspace + p.graph }
 
 func at(c qwen35.Config, o Options, maxCtx, pages int64) (planAt, error) {
-	seq, kv, gdn, err := sequenceArena(c, o, maxCtx, pages)
+	seq, mtpSeq, kv, gdn, err := sequenceArena(c, o, maxCtx, pages)
 	if err != nil {
 		return planAt{}, err
 	}
-	phases := workspacePhases(c, o, maxCtx)
-	return planAt{seq: seq, kv: kv, gdn: gdn, phases: phases, workspace: workspaceCapacity(phases, o),
+	phases, mtpWS := workspacePhases(c, o, maxCtx)
+	return planAt{seq: seq, mtpSeq: mtpSeq, kv: kv, gdn: gdn, phases: phases, mtpWS: mtpWS, workspace: workspaceCapacity(phases, mtpWS, o),
 		graph: graphAllowance(o, maxCtx, pages*PageTokens)}, nil
 }
 
@@ -106,7 +124,7 @@ func New(c qwen35.Config, objects []Object, opts Options) (*Plan, error) {
 		return nil, err
 	}
 	p := &Plan{Config: c, KVCacheName: o.KVDtype.CacheName(), ScratchBytes: o.BackendScratchBytes}
-	if p.Weights, err = weightsArena(c, dev); err != nil {
+	if p.Weights, p.MTP.Weights, err = weightsArena(c, dev); err != nil {
 		return nil, err
 	}
 
@@ -149,6 +167,7 @@ func New(c qwen35.Config, objects []Object, opts Options) (*Plan, error) {
 	p.Options = o
 	p.KV, p.GDN = pa.kv, pa.gdn
 	p.Sequence, p.Phases, p.Workspace = pa.seq, pa.phases, pa.workspace
+	p.MTP.Sequence, p.MTP.Workspace = pa.mtpSeq, pa.mtpWS
 	p.GraphAllowanceBytes = pa.graph
 	p.Resolution = res
 	p.Memory = p.memory()

@@ -84,12 +84,13 @@ func TestBytesPerTokenHead(t *testing.T) {
 // TestSeedReconciliation reproduces the seed report's memory object: 27B,
 // MTP k=2, fp8 KV, explicit 16,384 tokens, with the seed's measured
 // workspace, other-sequence bytes, A and startup free memory as inputs,
-// one GDN state slot (upstream's replay-record design) and upstream's bf16
-// conv state.
+// one GDN state slot (upstream's replay-record design), upstream's bf16
+// conv state and the reference MTP KV formula (257 pages: one extra page for
+// the k−1 = 1 draft position beyond the context).
 func TestSeedReconciliation(t *testing.T) {
 	o := seedOptions()
 	o.WorkspaceBytesOverride, o.SequenceOtherBytesOverride = seedWorkspace, seedSeqOther
-	o.GDNStateSlots, o.ConvStateBytes = 1, 2
+	o.GDNStateSlots, o.ConvStateBytes, o.ReferenceMTPKV = 1, 2, true
 	o.AvailableAfterStartupBytes = seedStartup
 	objs := []Object{{ID: "all-weights", Component: "text", Bytes: seedWeights}}
 	p, err := New(q27b(), objs, o)
@@ -120,8 +121,10 @@ func TestSeedReconciliation(t *testing.T) {
 
 // TestSeedEngineLayout checks the same configuration with ninfer's own
 // layout (pkg/layout): k+1 = 3 GDN slots, the engine's conv state element
-// size and its block table and control buffers, and the engine's workspace
-// phases for 1024-token steps with k+1 = 3 logits rows.
+// size and its block table and control buffers, the engine's MTP KV cache
+// (one layer over the 256 main pages) and MTP sequence buffers, the
+// engine's workspace phases for 1024-token steps with k+1 = 3 logits rows
+// and the MTP head's own workspace (1025 rows).
 func TestSeedEngineLayout(t *testing.T) {
 	p, err := New(q27b(), []Object{{ID: "w", Component: "text", Bytes: seedWeights}}, seedOptions())
 	if err != nil {
@@ -134,18 +137,38 @@ func TestSeedEngineLayout(t *testing.T) {
 	// window 10240·3·4 = 122,880) = 156,893,184 (the seed's bf16 window
 	// gives 153,944,064: TestSeedReconciliation).
 	conv := int64(122880)
-	if layout.ConvStateElemBytes != 4 || p.GDN.SlotBytes != 156893184 || p.KV.PayloadBytes() != 575013888 {
-		t.Errorf("GDN slot %d payload %d, want 156893184 575013888", p.GDN.SlotBytes, p.KV.PayloadBytes())
+	// kv_payload: text 16 layers × 256 pages + the engine's MTP cache, one
+	// layer × 256 pages (the seed's reference formula has 257: 575,013,888).
+	payload := int64(516 * 4 * 64 * 256 * 17)
+	if layout.ConvStateElemBytes != 4 || p.GDN.SlotBytes != 156893184 || p.KV.PayloadBytes() != payload || payload != 574881792 ||
+		p.KV.MTPLayers != 1 || p.KV.MTPPages != 256 {
+		t.Errorf("GDN slot %d payload %d (mtp %d layers × %d pages), want 156893184 574881792 (1 × 256)",
+			p.GDN.SlotBytes, p.KV.PayloadBytes(), p.KV.MTPLayers, p.KV.MTPPages)
 	}
 	other := int64(1024 + 4096 + 4096 + 256) // block_table (256 pages), ctl.ids, ctl.pos (1024 tokens), ctl.in_slot
-	want := int64(575013888) + 3*48*(3145728+conv) + other
-	if p.Sequence.Capacity != want {
-		t.Errorf("sequence %d, want %d", p.Sequence.Capacity, want)
+	// mtp.block_table, mtp.ids and mtp.pos (1025 rows: 4100 → 4352 B aligned),
+	// mtp.hidden [1025, 5120] fp32, mtp.last_hidden [5120] fp32
+	mtpOther := int64(1024 + 4352 + 4352 + 1025*5120*4 + 5120*4)
+	want := payload + 3*48*(3145728+conv) + other + mtpOther
+	if p.Sequence.Capacity != want || p.MTP.Sequence.Capacity != 516*4*64*256+mtpOther {
+		t.Errorf("sequence %d (mtp.sequence %d), want %d (%d)", p.Sequence.Capacity, p.MTP.Sequence.Capacity, want, 516*4*64*256+mtpOther)
 	}
-	for name, bytes := range map[string]int64{"kv.text": 516 * 4 * 64 * 256 * 16, "kv.mtp": 516 * 4 * 64 * 257,
-		"gdn.ssm_state": 48 * 3 * 3145728, "gdn.conv_state": 48 * 3 * conv, "block_table": 1024, "ctl.ids": 4096, "ctl.in_slot": 4} {
+	for name, bytes := range map[string]int64{"kv.text": 516 * 4 * 64 * 256 * 16, "kv.mtp": 516 * 4 * 64 * 256,
+		"gdn.ssm_state": 48 * 3 * 3145728, "gdn.conv_state": 48 * 3 * conv, "block_table": 1024, "ctl.ids": 4096, "ctl.in_slot": 4,
+		"mtp.block_table": 1024, "mtp.ids": 4100, "mtp.pos": 4100, "mtp.hidden": 1025 * 5120 * 4, "mtp.last_hidden": 5120 * 4} {
 		if tm, ok := p.Sequence.Term(name); !ok || tm.Bytes != bytes {
 			t.Errorf("%s = %+v, want %d bytes", name, tm, bytes)
+		}
+	}
+	// The MTP terms follow the target's at the target's capacity plus
+	// their offset in mtp.sequence.
+	target := p.Sequence.Capacity - p.MTP.Sequence.Capacity
+	if tm, _ := p.Sequence.Term("kv.mtp"); tm.Offset != target || p.MTP.Sequence.Terms[0].Name != "kv.mtp" {
+		t.Errorf("kv.mtp at %d, want the target capacity %d", tm.Offset, target)
+	}
+	for _, mt := range p.MTP.Sequence.Terms {
+		if tm, _ := p.Sequence.Term(mt.Name); tm.Offset != target+mt.Offset || tm.Bytes != mt.Bytes {
+			t.Errorf("%s: %+v in the sequence, %+v in mtp.sequence", mt.Name, tm, mt)
 		}
 	}
 	// workspace: fp32 [1024, cols] buffers; the GDN phase is the largest.
@@ -159,13 +182,19 @@ func TestSeedEngineLayout(t *testing.T) {
 			t.Errorf("phase %s = %d, want %d", name, ph.Capacity, want)
 		}
 	}
-	if p.Workspace != gdn {
-		t.Errorf("workspace %d, want the GDN phase %d", p.Workspace, gdn)
+	// MTP workspace, 1025 rows × fp32: embed, concat (2H), x, x_norm,
+	// hidden_norm (6·5120), q_gate 12288, q 6144, k, v 1024, out 6144, gate,
+	// up 17408; logits [3, 248320]; argmax int32 [3] (one aligned term).
+	mtpWS := int64(1025*4)*(6*5120+12288+6144+2*1024+6144+2*17408) + 3*248320*4 + 256
+	if mtpWS != 380836096 || p.MTP.Workspace.Capacity != mtpWS || p.Workspace != gdn+mtpWS {
+		t.Errorf("workspace %d (mtp %d), want the GDN phase %d + mtp %d", p.Workspace, p.MTP.Workspace.Capacity, gdn, mtpWS)
 	}
 	if p.Memory.RuntimeReservationBytes != p.Sequence.Capacity+p.Workspace+85983232 {
 		t.Errorf("reservation %d != sequence + workspace + graph", p.Memory.RuntimeReservationBytes)
 	}
 	checkArena(t, p.Sequence)
+	checkArena(t, p.MTP.Sequence)
+	checkArena(t, p.MTP.Workspace)
 	for _, ph := range p.Phases {
 		checkArena(t, ph)
 		if ph.Capacity > p.Workspace {
@@ -314,6 +343,36 @@ func TestWeightsArena(t *testing.T) {
 	if m := p.Memory.Weights; m.CapacityBytes != 1024 || m.UsedBytes != 1024 || m.PeakUsedBytes != 1024 {
 		t.Errorf("memory.weights %+v", m)
 	}
+	// With MTP and the proposal head: the mtp.weights arena holds the mtp/*
+	// objects of the inventory in inventory order (fc is the first MTP
+	// tensor, norms widened to fp32), then the draft head and its ids,
+	// whatever the input order, then other objects (m); the reported
+	// weights are both arenas.
+	c := tiny()
+	objs = append(objs, Object{ID: qwen35.NameDraftIDs, Component: "proposal", Bytes: 40},
+		Object{ID: "mtp/norm", Component: "mtp", Bytes: 128}, Object{ID: qwen35.NameDraftHead, Component: "proposal", Bytes: 300},
+		Object{ID: "mtp/fc", Component: "mtp", Bytes: 999})
+	p, err = New(c, objs, Options{MaxContext: 256, KVCapacity: 256, Spec: SpecMTP, DraftTokens: 1, LMHeadDraft: true, AvailableAfterWeightsBytes: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(a Arena) string {
+		var n []string
+		for _, tm := range a.Terms {
+			n = append(n, tm.Name)
+		}
+		return strings.Join(n, ",")
+	}
+	if got := names(p.MTP.Weights); got != "mtp/fc,mtp/norm,text/draft_head,text/draft_head_token_ids,m" {
+		t.Errorf("mtp.weights order %s", got)
+	}
+	if nb := p.MTP.Weights.Bytes("mtp/norm"); nb != 4*int64(c.HiddenSize) {
+		t.Errorf("mtp/norm bound %d bytes, want fp32 %d", nb, 4*c.HiddenSize)
+	}
+	if p.MTP.Weights.Capacity != 1024+256+512+256+1024 || p.Weights.Capacity != 1024+p.MTP.Weights.Capacity ||
+		names(p.Weights) != "a,b,c,"+names(p.MTP.Weights) || p.Memory.Weights.CapacityBytes != p.Weights.Capacity {
+		t.Errorf("weights %d (%s), mtp.weights %d", p.Weights.Capacity, names(p.Weights), p.MTP.Weights.Capacity)
+	}
 }
 
 // TestOfflineBudget checks A = total − weights − 512 MiB and the refusal
@@ -444,7 +503,7 @@ func TestRandomPlans(t *testing.T) {
 		o := Options{KVDtype: []KVDtype{KVBF16, KVInt8, KVFP8}[r.IntN(3)], PrefillChunk: 128 * int64(1+r.IntN(8)),
 			UseCUDAGraph: r.IntN(2) == 0, AvailableAfterWeightsBytes: int64(1+r.IntN(8)) << 30}
 		if c.MTPNumHiddenLayers > 0 && r.IntN(2) == 0 {
-			o.Spec, o.DraftTokens, o.LMHeadDraft = SpecMTP, 1+r.IntN(5), r.IntN(2) == 0
+			o.Spec, o.DraftTokens, o.LMHeadDraft, o.ReferenceMTPKV = SpecMTP, 1+r.IntN(5), r.IntN(2) == 0, r.IntN(4) == 0
 		}
 		if r.IntN(2) == 0 {
 			o.MaxContext = int64(1 + r.IntN(100000))
@@ -461,12 +520,14 @@ func TestRandomPlans(t *testing.T) {
 		m := p.Memory
 		B := o.KVDtype.BytesPerTokenHead(hd)
 		wantKV := int64(len(c.FullLayers())) * m.KVCapacityPageGroups * 64 * int64(nkv) * B
-		if o.Spec == SpecMTP {
+		if o.Spec == SpecMTP && o.ReferenceMTPKV {
 			extra := int64(0)
 			if o.DraftTokens > 1 {
 				extra = 1
 			}
 			wantKV += int64(c.MTPNumHiddenLayers) * (m.KVCapacityPageGroups + extra) * 64 * int64(nkv) * B
+		} else if o.Spec == SpecMTP { // the engine's cache: one layer over the main pages
+			wantKV += m.KVCapacityPageGroups * 64 * int64(nkv) * B
 		}
 		if m.KVPayloadBytes != wantKV || m.KVCapacity != 64*m.KVCapacityPageGroups || m.KVCapacity < m.MaxContext {
 			t.Errorf("seed %d case %d: payload %d want %d, capacity %d ctx %d", seed, i, m.KVPayloadBytes, wantKV, m.KVCapacity, m.MaxContext)
@@ -476,8 +537,17 @@ func TestRandomPlans(t *testing.T) {
 			t.Errorf("seed %d case %d: reservation/slack inconsistent: %+v", seed, i, m)
 		}
 		checkArena(t, p.Sequence)
+		checkArena(t, p.MTP.Sequence)
+		checkArena(t, p.MTP.Workspace)
+		var largest int64
 		for _, ph := range p.Phases {
 			checkArena(t, ph)
+			largest = max(largest, ph.Capacity)
+		}
+		if (o.Spec == SpecMTP) != (p.MTP.Sequence.Capacity > 0 && p.MTP.Workspace.Capacity > 0) ||
+			p.Workspace != largest+p.MTP.Workspace.Capacity || p.MTP.Sequence.Bytes("kv.mtp") != p.KV.MTPBytes {
+			t.Errorf("seed %d case %d: spec %s: workspace %d = largest phase %d + mtp %d? mtp.sequence %d, kv.mtp %d of %d",
+				seed, i, o.Spec, p.Workspace, largest, p.MTP.Workspace.Capacity, p.MTP.Sequence.Capacity, p.MTP.Sequence.Bytes("kv.mtp"), p.KV.MTPBytes)
 		}
 	}
 }

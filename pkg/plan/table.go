@@ -68,7 +68,10 @@ func (p *Plan) WriteTable(w io.Writer) error {
 		case "kv.text":
 			item = fmt.Sprintf("kv.text (%d layers × %d pages)", p.KV.TextLayers, p.KV.Pages)
 		case "kv.mtp":
-			item = fmt.Sprintf("kv.mtp (%d layers × %d pages; reference formula)", p.KV.MTPLayers, p.KV.MTPPages)
+			item = fmt.Sprintf("kv.mtp (%d layers × %d pages)", p.KV.MTPLayers, p.KV.MTPPages)
+			if o.ReferenceMTPKV {
+				item = fmt.Sprintf("kv.mtp (%d layers × %d pages; reference formula)", p.KV.MTPLayers, p.KV.MTPPages)
+			}
 		case "gdn.ssm_state", "gdn.conv_state":
 			item = fmt.Sprintf("%s (%d layers × %d slots)", tm.Name, p.GDN.Layers, p.GDN.Slots)
 		}
@@ -82,8 +85,15 @@ func (p *Plan) WriteTable(w io.Writer) error {
 		for _, ph := range p.Phases {
 			bytesRow("workspace", "phase "+ph.Name, ph.Capacity)
 		}
+		if p.MTP.Workspace.Capacity > 0 {
+			bytesRow("workspace", "mtp.workspace (own arena)", p.MTP.Workspace.Capacity)
+		}
 	}
-	bytesRow("workspace", "capacity (largest phase)", p.Workspace)
+	capItem := "capacity (largest phase)"
+	if p.MTP.Workspace.Capacity > 0 {
+		capItem = "capacity (largest phase + mtp.workspace)"
+	}
+	bytesRow("workspace", capItem, p.Workspace)
 	if p.ScratchBytes > 0 {
 		bytesRow("backend", "kernel scratch (outside the arenas, not reserved)", p.ScratchBytes)
 	}
