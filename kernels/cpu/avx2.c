@@ -103,7 +103,8 @@ AVX2 static inline void store16(__m128i q, __m256 s, float *out) {
 
 /* Signed codes of one grouped-integer group as 16-byte vectors of 16 lanes:
  * 4 vectors (64 lanes) for 4/5/6 bits, 2 (32 lanes) for 8 bits. */
-AVX2 static inline int dec_codes(int bits, const uint8_t *base, const uint8_t *high, __m128i *out) {
+AVX2 static inline __attribute__((always_inline)) int dec_codes(int bits, const uint8_t *base, const uint8_t *high,
+                                                             __m128i *out) {
     if (bits == 8) {
         out[0] = _mm_loadu_si128((const __m128i *)base);
         out[1] = _mm_loadu_si128((const __m128i *)(base + 16));
@@ -155,21 +156,103 @@ AVX2 void ni_dec_group_avx2(int bits, const uint8_t *base, const uint8_t *high, 
 
 AVX2 static inline __m256 cvt8(__m128i q) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)); }
 
-AVX2 float ni_dot_groups_avx2(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
-                              int64_t ngroups, const float *x) {
-    int64_t hb = bits == 5 ? 8 : bits == 6 ? 16 : 0, lanes = bits == 8 ? 32 : 64;
-    __m256 acc = _mm256_setzero_ps();
+/* Fused decode + dot of ngroups whole groups of one row against NT token
+ * rows x + j·ldx (j < NT): out[j] = hsum(Σ_g scale_g · (s0 + s1)), where
+ * s0/s1 are the group's two partial FMA sums of code · x_j. Each group's
+ * codes are decoded to fp32 once, in registers, and feed all NT tokens. Per
+ * token the operation sequence is the same for every NT, so a token's
+ * result does not depend on how many tokens share the pass: a (k+1)-token
+ * verify reproduces the one-token decode bit for bit. NT and bits are
+ * compile-time constants at every call site. */
+#define NI_MT_MAX NI_MT_TOKENS
+AVX2 static inline __attribute__((always_inline)) void dot_groups_nt(const int bits, const uint8_t *base,
+                                                                 const uint8_t *high, const uint8_t *scales,
+                                                                 int64_t ngroups, const float *x, int64_t ldx,
+                                                                 const int NT, float *out) {
+    const int64_t hb = bits == 5 ? 8 : bits == 6 ? 16 : 0, lanes = bits == 8 ? 32 : 64;
+    __m256 acc[NI_MT_MAX];
+    for (int j = 0; j < NT; j++) acc[j] = _mm256_setzero_ps();
     for (int64_t g = 0; g < ngroups; g++) {
         __m128i q[4];
         int n = dec_codes(bits, base + 32 * g, high + hb * g, q);
         const float *xg = x + lanes * g;
-        __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+        __m256 s0[NI_MT_MAX], s1[NI_MT_MAX];
+        for (int j = 0; j < NT; j++) s0[j] = s1[j] = _mm256_setzero_ps();
         for (int i = 0; i < n; i++) {
-            s0 = _mm256_fmadd_ps(cvt8(q[i]), _mm256_loadu_ps(xg + 16 * i), s0);
-            s1 = _mm256_fmadd_ps(cvt8(_mm_srli_si128(q[i], 8)), _mm256_loadu_ps(xg + 16 * i + 8), s1);
+            __m256 wl = cvt8(q[i]), wh = cvt8(_mm_srli_si128(q[i], 8));
+            for (int j = 0; j < NT; j++) {
+                s0[j] = _mm256_fmadd_ps(wl, _mm256_loadu_ps(xg + j * ldx + 16 * i), s0[j]);
+                s1[j] = _mm256_fmadd_ps(wh, _mm256_loadu_ps(xg + j * ldx + 16 * i + 8), s1[j]);
+            }
         }
-        float sc = _cvtsh_ss((unsigned short)(scales[2 * g] | (scales[2 * g + 1] << 8)));
-        acc = _mm256_fmadd_ps(_mm256_add_ps(s0, s1), _mm256_set1_ps(sc), acc);
+        __m256 sc = _mm256_set1_ps(_cvtsh_ss((unsigned short)(scales[2 * g] | (scales[2 * g + 1] << 8))));
+        for (int j = 0; j < NT; j++) acc[j] = _mm256_fmadd_ps(_mm256_add_ps(s0[j], s1[j]), sc, acc[j]);
     }
-    return hsum(acc);
+    for (int j = 0; j < NT; j++) out[j] = hsum(acc[j]);
+}
+
+#define NI_DG_NT(B, NT) dot_groups_nt(B, base, high, scales, ngroups, x, ldx, NT, out)
+#define NI_DG_BITS(B)                                                                                                 \
+    switch (nt) {                                                                                                     \
+    case 1: NI_DG_NT(B, 1); return;                                                                                   \
+    case 2: NI_DG_NT(B, 2); return;                                                                                   \
+    case 3: NI_DG_NT(B, 3); return;                                                                                   \
+    default: NI_DG_NT(B, 4); return;                                                                                  \
+    }
+
+AVX2 void ni_dot_groups_multi_avx2(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
+                                   int64_t ngroups, const float *x, int64_t ldx, int nt, float *out) {
+    switch (bits) {
+    case 4: NI_DG_BITS(4);
+    case 5: NI_DG_BITS(5);
+    case 6: NI_DG_BITS(6);
+    default: NI_DG_BITS(8);
+    }
+}
+
+AVX2 float ni_dot_groups_avx2(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
+                              int64_t ngroups, const float *x) {
+    float out;
+    switch (bits) {
+    case 4: dot_groups_nt(4, base, high, scales, ngroups, x, 0, 1, &out); break;
+    case 5: dot_groups_nt(5, base, high, scales, ngroups, x, 0, 1, &out); break;
+    case 6: dot_groups_nt(6, base, high, scales, ngroups, x, 0, 1, &out); break;
+    default: dot_groups_nt(8, base, high, scales, ngroups, x, 0, 1, &out); break;
+    }
+    return out;
+}
+
+/* bf16 row against NT token rows; per token the same operation sequence as
+ * ni_dot_bf16_avx2 (bit-identical results for every NT). */
+AVX2 static inline __attribute__((always_inline)) void dot_bf16_nt(const uint16_t *w, const float *x, int64_t ldx,
+                                                               int64_t n, const int NT, float *out) {
+    __m256 s0[NI_MT_MAX], s1[NI_MT_MAX];
+    for (int j = 0; j < NT; j++) s0[j] = s1[j] = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256 w0 = load_bf16(w + i), w1 = load_bf16(w + i + 8);
+        for (int j = 0; j < NT; j++) {
+            s0[j] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + j * ldx + i), s0[j]);
+            s1[j] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + j * ldx + i + 8), s1[j]);
+        }
+    }
+    for (; i + 8 <= n; i += 8) {
+        __m256 w0 = load_bf16(w + i);
+        for (int j = 0; j < NT; j++) s0[j] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + j * ldx + i), s0[j]);
+    }
+    for (int j = 0; j < NT; j++) {
+        const float *xj = x + j * ldx;
+        float s = hsum(_mm256_add_ps(s0[j], s1[j]));
+        for (int64_t r = i; r < n; r++) s += ni_bf16(w[r]) * xj[r];
+        out[j] = s;
+    }
+}
+
+AVX2 void ni_dot_bf16_multi_avx2(const uint16_t *w, const float *x, int64_t ldx, int64_t n, int nt, float *out) {
+    switch (nt) {
+    case 1: dot_bf16_nt(w, x, ldx, n, 1, out); return;
+    case 2: dot_bf16_nt(w, x, ldx, n, 2, out); return;
+    case 3: dot_bf16_nt(w, x, ldx, n, 3, out); return;
+    default: dot_bf16_nt(w, x, ldx, n, 4, out); return;
+    }
 }

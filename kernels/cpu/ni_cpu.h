@@ -70,15 +70,12 @@ void ni_dec_group_avx2(int bits, const uint8_t *base, const uint8_t *high, float
  * (fused decode + dot for the T = 1 GEMV). */
 float ni_dot_groups_avx2(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales, int64_t ngroups,
                          const float *x);
-/* Small-T fused GEMV: for nt ∈ [1, NI_MT_TOKENS] token rows x + j·ldx,
- * acc[8j .. 8j+8) += the 8-lane partial sums of ngroups whole groups, each
- * group decoded once in registers and used by all nt tokens. Splitting a row
- * into consecutive group ranges and finishing with ni_hsum8_avx2(acc + 8j)
- * gives, for every nt and split, the bits of ni_dot_groups_avx2(…, x + j·ldx). */
+/* Small-T fused GEMV: out[j] for nt ∈ [1, NI_MT_TOKENS] token rows x + j·ldx,
+ * each group decoded once in registers and used by all nt tokens. Token j's
+ * result is bit-identical to ni_dot_groups_avx2(…, x + j·ldx) for every nt. */
 #define NI_MT_TOKENS 4
-void ni_dot_groups_acc_avx2(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
-                            int64_t ngroups, const float *x, int64_t ldx, int nt, float *acc);
-float ni_hsum8_avx2(const float *v);
+void ni_dot_groups_multi_avx2(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
+                              int64_t ngroups, const float *x, int64_t ldx, int nt, float *out);
 /* Likewise for a bf16 row: out[j] bit-identical to ni_dot_bf16_avx2(w, x + j·ldx, n). */
 void ni_dot_bf16_multi_avx2(const uint16_t *w, const float *x, int64_t ldx, int64_t n, int nt, float *out);
 

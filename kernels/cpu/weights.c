@@ -236,6 +236,7 @@ typedef struct {
     const ni_weight *w;
     ni_rows x, y;
     int acc, rows_per_task;
+    int rowdecode; /* small T: legacy decode-row-then-dot route (NINFER_CPU_SMALLT=decode) */
 } mm_args;
 
 static inline void mm_store(const mm_args *a, int64_t t, int64_t n, float v) {
@@ -254,6 +255,48 @@ static inline const float *mm_row(const mm_args *a, int64_t n, float *buf) {
     }
     decode_row_isa(a->c->isa, w, n, buf);
     return buf;
+}
+
+/* Small T, grouped-integer (AVX2) or bf16 weights: fused multi-token GEMV.
+ * Each row is streamed once per block of NI_MT_TOKENS tokens (the row stays
+ * in L1 between blocks); its codes are decoded in registers and feed every
+ * token of the block. A token's value is bit-identical to the T = 1 GEMV. */
+static void mm_small_fused(const mm_args *a, int64_t n0, int64_t n1, int tid) {
+    const ni_weight *w = a->w;
+    int64_t K = w->k, T = a->x.t, ld = a->x.ld;
+    float out[NI_MT_TOKENS];
+    if (w->fmt == NI_W_BF16) {
+        for (int64_t n = n0; n < n1; n++) {
+            const uint16_t *wr = (const uint16_t *)(w->data + n * K * 2);
+            for (int64_t t0 = 0; t0 < T; t0 += NI_MT_TOKENS) {
+                int nt = (int)(T - t0 < NI_MT_TOKENS ? T - t0 : NI_MT_TOKENS);
+                if (a->c->isa == NI_ISA_AVX2) ni_dot_bf16_multi_avx2(wr, a->x.p + t0 * ld, ld, K, nt, out);
+                else /* scalar: the T = 1 dot per token (same rounding as the GEMV) */
+                    for (int j = 0; j < nt; j++) out[j] = ni_dot_bf16(NI_ISA_SCALAR, wr, a->x.p + (t0 + j) * ld, K);
+                for (int j = 0; j < nt; j++) mm_store(a, t0 + j, n, out[j]);
+            }
+        }
+        return;
+    }
+    int64_t full = K / w->group;
+    int tail = (int)(K - full * w->group);
+    float *buf = ni_tmp(a->c, tid, w->group);
+    for (int64_t n = n0; n < n1; n++) {
+        int64_t gi = n * w->gpr;
+        const uint8_t *base = w->data + gi * w->base_bytes, *high = w->data + w->high_off + gi * w->high_bytes;
+        const uint8_t *scales = w->data + w->scale_off + 2 * gi;
+        if (tail) decode_group_int(NI_ISA_AVX2, w, gi + full, tail, buf);
+        for (int64_t t0 = 0; t0 < T; t0 += NI_MT_TOKENS) {
+            int nt = (int)(T - t0 < NI_MT_TOKENS ? T - t0 : NI_MT_TOKENS);
+            const float *x = a->x.p + t0 * ld;
+            ni_dot_groups_multi_avx2((int)w->bits, base, high, scales, full, x, ld, nt, out);
+            for (int j = 0; j < nt; j++) {
+                float v = out[j];
+                if (tail) v += ni_dot(NI_ISA_AVX2, buf, x + j * ld + full * w->group, tail);
+                mm_store(a, t0 + j, n, v);
+            }
+        }
+    }
 }
 
 static void mm_task(void *a_, int task, int tid) {
@@ -285,6 +328,10 @@ static void mm_task(void *a_, int task, int tid) {
             }
             mm_store(a, 0, n, v);
         }
+        return;
+    }
+    if (T <= NI_SMALL_T && !a->rowdecode && ((isa == NI_ISA_AVX2 && w->bits) || w->fmt == NI_W_BF16)) {
+        mm_small_fused(a, n0, n1, tid);
         return;
     }
     if (T <= NI_SMALL_T) { /* small T: decode a row once, reuse it over T */
@@ -323,6 +370,10 @@ void ni_matmul(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accumula
     int64_t per = (w->n + (int64_t)c->threads * 8 - 1) / ((int64_t)c->threads * 8);
     per = (per + MM_TILE - 1) / MM_TILE * MM_TILE;
     if (per < MM_TILE) per = MM_TILE;
-    mm_args a = {c, w, x, y, accumulate, (int)per};
+    mm_args a = {c, w, x, y, accumulate, (int)per, 0};
+    if (x.t > 1 && x.t <= NI_SMALL_T) { /* comparison switch for the old small-T route */
+        const char *e = getenv("NINFER_CPU_SMALLT");
+        a.rowdecode = e && strcmp(e, "decode") == 0;
+    }
     ni_parallel(c, (int)((w->n + per - 1) / per), mm_task, &a, w->n * w->k * (int64_t)x.t);
 }

@@ -7,8 +7,12 @@ import (
 )
 
 // BenchmarkMatMul measures Y = X·Wᵀ for a [4096,4096] weight per format at
-// T=1 (GEMV, bandwidth-bound) and T=64 (blocked GEMM), reporting weight
-// GB/s and GFLOP/s. Run: go test -run - -bench MatMul ./pkg/backend/
+// T=1 (GEMV, bandwidth-bound), the small-T sizes of speculative verify and
+// short prefills (2, 3, 4, 8, 16) and T=64 (blocked GEMM), reporting weight
+// GB/s and GFLOP/s. Small T runs twice, side by side: route=fused (the
+// default kernels) and route=decode (the old decode-row-then-dot route,
+// NINFER_CPU_SMALLT=decode). Run: go test -run - -bench MatMul ./pkg/backend/
+// (one format: -bench 'MatMul/q8_g32_fp16/').
 func BenchmarkMatMul(b *testing.B) {
 	const n, k = 4096, 4096
 	r := rand.New(rand.NewPCG(1, 2))
@@ -27,8 +31,27 @@ func BenchmarkMatMul(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for _, T := range []int{1, 64} {
-			b.Run(fmt.Sprintf("%s/T=%d", f, T), func(b *testing.B) {
+		type run struct {
+			T     int
+			route string
+		}
+		var runs []run
+		for _, T := range []int{1, 2, 3, 4, 8, 16, 64} {
+			if T > 1 && T <= SmallTForTest {
+				runs = append(runs, run{T, "fused"}, run{T, "decode"})
+			} else {
+				runs = append(runs, run{T, ""})
+			}
+		}
+		for _, rn := range runs {
+			T, name := rn.T, fmt.Sprintf("%s/T=%d", f, rn.T)
+			if rn.route != "" {
+				name += "/route=" + rn.route
+			}
+			b.Run(name, func(b *testing.B) {
+				if rn.route == "decode" {
+					b.Setenv("NINFER_CPU_SMALLT", "decode")
+				}
 				xb, _ := be.Alloc("x", int64(4*T*k))
 				yb, _ := be.Alloc("y", int64(4*T*n))
 				_ = be.UploadF32(View{xb, 0}, randn(r, T*k, 1))

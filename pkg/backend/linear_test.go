@@ -2,10 +2,15 @@ package backend
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/ninfer/ninfer/pkg/format"
 )
+
+// mtTokens is the token block of the fused small-T GEMV (NI_MT_TOKENS in
+// kernels/cpu/ni_cpu.h): a route boundary the regime tests straddle.
+const mtTokens = 4
 
 // shapeFor returns an [N,K] test shape valid for f: K not a multiple of 128
 // for the row-split formats, N not a multiple of the 8-row tile.
@@ -22,8 +27,11 @@ func shapeFor(f format.Format) (int, int) {
 
 func TestMatMulAllFormatsAndRegimes(t *testing.T) {
 	r := seeded(t)
-	// T = 1 (GEMV), small-T boundary 16 (±1), a large T with a tail.
-	ts := []int{1, 2, SmallTForTest - 1, SmallTForTest, SmallTForTest + 1, 67}
+	// T = 1 (GEMV); the fused small-T token blocks of mtTokens (±1,
+	// and a full block plus a partial one); the small-T bound 16 (±1); a
+	// large T with a tail.
+	ts := []int{1, 2, mtTokens - 1, mtTokens, mtTokens + 1, 2*mtTokens + 2,
+		SmallTForTest - 1, SmallTForTest, SmallTForTest + 1, 67}
 	for _, b := range isas(t) {
 		for _, f := range allFormats {
 			n, k := shapeFor(f)
@@ -127,12 +135,21 @@ func TestPrepareWeightRejectsWrongSize(t *testing.T) {
 }
 
 // TestMatMulLargeTiles covers tasks spanning several decoded tiles (large
-// K and N) in the large-T regime, with a partial last tile.
+// K and N) in the large-T regime, with a partial last tile, and the fused
+// small-T route at a large K with a partial group over two token blocks.
+// (q8 is left out at this K: its weights reach ±2, so fp32 rounding of the
+// 2100-term sums exceeds the fixed linear_fp32 atol on small outputs; q8's
+// fused route at a large K is checked bit for bit against its T = 1 GEMV in
+// TestMatMulSmallTMatchesGEMV, and against the FP64 oracle at K = 200.)
 func TestMatMulLargeTiles(t *testing.T) {
 	r := seeded(t)
 	for _, b := range isas(t) {
-		for _, f := range []format.Format{format.BF16, format.Q4G64} {
-			n, k, T := 600, 2100, SmallTForTest+1
+		for _, c := range []struct {
+			f format.Format
+			T int
+		}{{format.BF16, SmallTForTest + 1}, {format.Q4G64, SmallTForTest + 1}, {format.Q4G64, mtTokens + 2},
+			{format.Q5G64, mtTokens + 2}, {format.BF16, mtTokens + 2}} {
+			f, n, k, T := c.f, 600, 2100, c.T
 			p := randPacked(r, f, n, k)
 			w := prep(t, b, p)
 			x := randn(r, T*k, 1)
@@ -148,7 +165,72 @@ func TestMatMulLargeTiles(t *testing.T) {
 					want[tt*n+nn] = s
 				}
 			}
-			check(t, fmt.Sprintf("%s/%s", b.Name(), f), get(t, b, yv, T*n), want, tolLinear)
+			check(t, fmt.Sprintf("%s/%s/T=%d", b.Name(), f, T), get(t, b, yv, T*n), want, tolLinear)
+		}
+	}
+}
+
+// smallTShapes is every format at its test shape plus, for the row-split
+// formats, a large K of 2270 (35 or 70 whole groups and a partial one)
+// over 19 rows (a partial 8-row task granule).
+type fmtShape struct {
+	f    format.Format
+	n, k int
+}
+
+func smallTShapes() []fmtShape {
+	var out []fmtShape
+	for _, f := range allFormats {
+		n, k := shapeFor(f)
+		out = append(out, fmtShape{f, n, k})
+		if _, ok := f.Group(); ok {
+			out = append(out, fmtShape{f, 19, 2270})
+		}
+	}
+	return out
+}
+
+// TestMatMulSmallTMatchesGEMV checks that every small-T route computes each
+// token exactly as the T = 1 GEMV does (bit for bit), so a (k+1)-token
+// speculative verify reproduces the one-token decode logits. x and y are
+// strided column windows so the token stride differs from K.
+func TestMatMulSmallTMatchesGEMV(t *testing.T) {
+	r := seeded(t)
+	for _, b := range isas(t) {
+		for _, c := range smallTShapes() {
+			f, n, k := c.f, c.n, c.k
+			w := prep(t, b, randPacked(r, f, n, k))
+			const T = SmallTForTest
+			x := randn(r, T*(k+5), 1)
+			xv := put(t, b, x)
+			one := put(t, b, make([]float32, n))
+			want := make([]float32, T*n)
+			for tt := 0; tt < T; tt++ {
+				b.MatMul(Dense(one, 1, n), Dense(View{xv.Buf, xv.Off + int64(4*tt*(k+5))}, 1, k+5).Cols(3, k), w, false)
+				copy(want[tt*n:], get(t, b, one, n))
+			}
+			for _, nt := range []int{2, mtTokens - 1, mtTokens, mtTokens + 1, 2*mtTokens + 2, T} {
+				for _, acc := range []bool{false, true} {
+					y0 := randn(r, nt*(n+2), 1)
+					yv := put(t, b, y0)
+					b.MatMul(Dense(yv, nt, n+2).Cols(1, n), Dense(xv, nt, k+5).Cols(3, k), w, acc)
+					got := get(t, b, yv, nt*(n+2))
+					for tt := 0; tt < nt; tt++ {
+						for nn := 0; nn < n; nn++ {
+							g, wv := got[tt*(n+2)+1+nn], want[tt*n+nn]
+							if acc {
+								wv += y0[tt*(n+2)+1+nn]
+							}
+							if g != wv || math.IsNaN(float64(g)) {
+								t.Fatalf("%s/%s/T=%d/acc=%v: y[%d,%d] = %v, T=1 GEMV gives %v", b.Name(), f, nt, acc, tt, nn, g, wv)
+							}
+						}
+						if g, u := got[tt*(n+2)], y0[tt*(n+2)]; g != u {
+							t.Fatalf("%s/%s/T=%d: column outside the y window changed: %v → %v", b.Name(), f, nt, u, g)
+						}
+					}
+				}
+			}
 		}
 	}
 }
