@@ -14,6 +14,7 @@ build=${2:-build}
 model=$build/tiny.ninfer
 corpus=$build/demo-corpus.ids
 stream=$build/demo-bench.jsonl
+trap 'rm -f "$corpus.tmp" "$stream.tmp"' EXIT # nothing partial is left on failure
 
 if [ ! -f "$model" ]; then
 	echo "demo: $model is missing (run: make testmodel)" >&2
@@ -39,8 +40,9 @@ mv "$corpus.tmp" "$corpus"
 echo "demo: ninfer-bench --backend cpu on $model (vocab $vocab, corpus $corpus)" >&2
 "$bin/ninfer-bench" --backend cpu --weights "$model" --corpus "$corpus" \
 	-p 64,256 -n 32 -pg 128,32 -r 3 --warmup 1 |
-	tee "$stream" |
+	tee "$stream.tmp" |
 	"$bin/ninfer-report" --format md
+mv "$stream.tmp" "$stream" # only a complete run replaces the previous lines
 echo "demo: JSON lines in $stream (ninfer-report $stream > report.json for the schema-15 document)" >&2
 
 # Text generation on the same model (random weights: the text is gibberish,

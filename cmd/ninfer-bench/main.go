@@ -47,7 +47,7 @@ func (l *listValue) Set(s string) error { l.vals = append(l.vals, s); return nil
 func (l *listValue) String() string     { return strings.Join(l.vals, " ") }
 
 // longNames maps every flag spelling to the long name used in messages.
-var longNames = map[string]string{"p": "n-prompt", "n": "n-gen", "pg": "prompt-gen", "r": "repetitions", "o": "output"}
+var longNames = map[string]string{"m": "weights", "p": "n-prompt", "n": "n-gen", "pg": "prompt-gen", "r": "repetitions", "o": "output"}
 
 // usageMessage rewrites the flag package's parse errors in the reference's
 // words: "--n-prompt requires value", "unknown argument: -x".
@@ -95,7 +95,7 @@ Examples:
    ninfer-bench --weights m.ninfer --corpus c.ids -pg "512,128;4096,128" --kv-dtype int8 --output json --output-file out/r.json
    ninfer-bench --weights m.ninfer --corpus c.ids --backend cpu --threads 2 --output table`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "weights", Usage: "the .ninfer model `PATH` (required)"},
+			&cli.StringFlag{Name: "weights", Aliases: []string{"m"}, Usage: "the .ninfer model `PATH` (required)"},
 			&cli.StringFlag{Name: "corpus", Value: bench.DefaultCorpus, Usage: "token-id corpus `PATH` (whitespace-separated ids; retried under $NINFER_SOURCE_DIR)"},
 			&cli.GenericFlag{Name: "n-prompt", Value: prompts, Usage: "pp tests (-p): comma list of prompt lengths `P,...` (repeatable)"},
 			&cli.GenericFlag{Name: "p", Value: prompts, Hidden: true},
@@ -115,7 +115,7 @@ Examples:
 			&cli.StringFlag{Name: "device", Value: "0", Usage: "device `ORDINAL`"},
 			&cli.StringFlag{Name: "backend", Value: "auto", Usage: "compute `BACKEND`: auto, cpu or cuda"},
 			&cli.StringFlag{Name: "threads", Value: "0", Usage: "CPU backend worker `THREADS` (0: all cores)"},
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: bench.OutputJSONL, Usage: "output `FORMAT`: jsonl, json, table or csv"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: bench.OutputJSONL, Usage: "output `FORMAT`: jsonl, json, table (alias md) or csv"},
 			&cli.StringFlag{Name: "output-file", Usage: "write the output to `PATH` (atomically, parents created) instead of stdout"},
 		},
 		Action: func(c *cli.Context) error { return action(ctx, c, stdout, stderr, env) },
@@ -139,7 +139,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env bench
 		fmt.Fprintf(stderr, "%s: interrupted; the output holds the reps measured so far\n", name)
 		return exitInterrupted
 	}
-	fmt.Fprintf(stderr, "%s: %s\n", name, strings.ReplaceAll(err.Error(), "\n", " "))
+	msg := cliutil.UnknownFlagAsGiven(err.Error(), "unknown argument: ", args)
+	fmt.Fprintf(stderr, "%s: %s\n", name, strings.ReplaceAll(msg, "\n", " "))
 	var ue cliutil.UsageError
 	if errors.As(err, &ue) {
 		return exitUsage
@@ -237,6 +238,9 @@ func params(c *cli.Context) (bench.Params, error) {
 		return p, cliutil.UsageError{Err: err}
 	}
 	p.OutputFile = c.String("output-file")
+	if err := cliutil.CheckOutputFile("--output-file", p.OutputFile, ""); err != nil {
+		return p, err
+	}
 	if err := p.Validate(); err != nil {
 		return p, cliutil.UsageError{Err: err}
 	}

@@ -86,10 +86,14 @@ func TestUsageErrors(t *testing.T) {
 		{append(w, "--device", "-1"), "invalid device: -1"},
 		{append(w, "--threads", "many"), "invalid threads: many"},
 		{append(w, "--backend", "metal"), "invalid backend: metal (want auto, cpu or cuda)"},
-		{append(w, "--output", "md"), "invalid output format: md (want jsonl, json, table or csv)"},
-		{append(w, "--bogus"), "unknown argument: -bogus"},
+		{append(w, "--output", "xml"), "invalid output format: xml (want jsonl, json, table (md) or csv)"},
+		{append(w, "--bogus"), "unknown argument: --bogus"},
+		{append(w, "-x"), "unknown argument: -x"},
+		// checked before the benchmark runs, not after
+		{append(w, "--output-file", "."), "--output-file .: is a directory (want a file path)"},
 		{append(w, "extra"), "unknown argument: extra"},
 		{[]string{"--weights"}, "--weights requires value"},
+		{[]string{"-m"}, "--weights requires value"}, // -m as in ninfer-run and llama-bench
 		{append(w, "-p"), "--n-prompt requires value"},
 		{append(w, "-pg"), "--prompt-gen requires value"},
 		{append(w, "-r"), "--repetitions requires value"},
@@ -122,6 +126,9 @@ func TestRuntimeErrors(t *testing.T) {
 		{[]string{"--spec", "mtp", "--draft-tokens", "2", "-n", "8", "--max-ctx", "10"}, "--max-ctx 10 is too small; tg8 needs 13"},
 		{[]string{"-p", "16", "--max-ctx", "8"}, "--max-ctx 8 is too small; pp16 needs 16"},
 		{[]string{"-p", "65"}, "pp65 exceeds the token-id corpus"},
+		// Refused before the engine allocates a KV cache for it.
+		{[]string{"-p", "16", "--max-ctx", "100000000"}, model + ": --max-ctx 100000000 exceeds the model's max_position_embeddings 4096"},
+		{[]string{"-n", "5000"}, model + ": tg5000 needs 5001 tokens of context, above the model's max_position_embeddings 4096"},
 	}
 	for _, c := range cases {
 		args := append([]string{"--weights", model, "--corpus", corpusPath, "--backend", "cpu"}, c.args...)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -22,6 +23,11 @@ import (
 )
 
 func main() { os.Exit(run(os.Args, os.Stdout, os.Stderr)) }
+
+// interruptContext is cancelled by SIGINT (a variable so tests can interrupt).
+var interruptContext = func() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt)
+}
 
 func run(args []string, stdout, stderr io.Writer) int {
 	return cliutil.Run(newApp(stdout, stderr), args, stderr)
@@ -49,14 +55,16 @@ largest encoded object plus a row of scratch per thread.
 Recipes:
 ` + strings.Join(recipeLines, "\n") + `
 
+Exit status: 0 ok, 2 usage error, 1 runtime error, 130 interrupted (nothing written).
+
 Examples:
   ninfer-convert --recipe groupwise-int ~/models/Qwen3.5-27B qwen3.5-27b.ninfer
   ninfer-convert --recipe q8 --name tiny ./tiny-hf tiny.ninfer
   ninfer-convert --recipe q8 --draft-head 4096 --draft-corpus corpus.ids ./tiny-hf tiny-draft.ninfer`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "recipe", Value: "groupwise-int", Usage: "quantization recipe `NAME` (see above)"},
-			&cli.StringFlag{Name: "name", Usage: "model `NAME` stored in the artifact (default: the directory name)"},
-			&cli.IntFlag{Name: "threads", Usage: "encoder threads (default: all cores)"},
+			&cli.StringFlag{Name: "name", DefaultText: "the directory name", Usage: "model `NAME` stored in the artifact"},
+			&cli.IntFlag{Name: "threads", DefaultText: "0: all cores", Usage: "encoder `THREADS`"},
 			&cli.IntFlag{Name: "draft-head", Usage: "add a reduced-vocabulary proposal head of the `N` most frequent corpus tokens"},
 			&cli.StringFlag{Name: "draft-corpus", Usage: "token-id corpus `FILE` (.ids) ranking tokens for --draft-head"},
 			&cli.BoolFlag{Name: "force", Usage: "overwrite OUT.ninfer if it exists"},
@@ -74,7 +82,7 @@ func convertAction(c *cli.Context) error {
 	src, dst := c.Args().Get(0), c.Args().Get(1)
 	r, err := recipe.Lookup(c.String("recipe"))
 	if err != nil {
-		return cliutil.Usagef("--recipe: %v", err)
+		return cliutil.Usagef("--recipe %q: unknown recipe (want %s)", c.String("recipe"), strings.Join(recipe.Names(), ", "))
 	}
 	if c.Int("threads") < 0 {
 		return cliutil.Usagef("--threads must be ≥ 0, got %d", c.Int("threads"))
@@ -85,8 +93,22 @@ func convertAction(c *cli.Context) error {
 	if c.Int("draft-head") < 0 {
 		return cliutil.Usagef("--draft-head must be positive, got %d", c.Int("draft-head"))
 	}
-	if _, err := os.Stat(dst); err == nil && !c.Bool("force") {
-		return fmt.Errorf("%s exists (use --force to overwrite)", dst)
+	if fi, err := os.Lstat(dst); err == nil {
+		switch {
+		case fi.IsDir():
+			return fmt.Errorf("%s is a directory (want the OUT.ninfer file path)", dst)
+		case !fi.Mode().IsRegular():
+			// The output is renamed into place: over a device such as
+			// /dev/null or a link such as /dev/stdout that would replace
+			// the node itself.
+			return fmt.Errorf("%s is not a regular file (the output is renamed into place; give a file path)", dst)
+		case !c.Bool("force"):
+			return fmt.Errorf("%s exists (use --force to overwrite)", dst)
+		}
+	}
+	// Like every --output-file: missing parent directories are created.
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return fmt.Errorf("%s: create parent directory: %w", dst, err)
 	}
 	stderr := c.App.ErrWriter
 	opts := convert.Options{Recipe: r, Name: c.String("name"), Workers: c.Int("threads")}
@@ -94,15 +116,18 @@ func convertAction(c *cli.Context) error {
 		opts.Log, opts.Progress = stderr, stderr
 	}
 	if n := c.Int("draft-head"); n > 0 {
-		d, err := draftHead(src, c.String("draft-corpus"), n)
+		d, err := draftHead(src, c.String("draft-corpus"), n, stderr)
 		if err != nil {
 			return err
 		}
 		opts.Draft = d
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := interruptContext()
 	defer stop()
 	res, err := convert.Convert(ctx, src, dst, opts)
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("%w: %s was not written", cliutil.ErrInterrupted, dst)
+	}
 	if err != nil {
 		return err
 	}
@@ -119,12 +144,15 @@ func convertAction(c *cli.Context) error {
 
 // draftHead ranks corpus tokens and always keeps the tokenizer's special
 // tokens.
-func draftHead(src, corpusPath string, n int) (*convert.DraftHead, error) {
+func draftHead(src, corpusPath string, n int, stderr io.Writer) (*convert.DraftHead, error) {
 	dir, err := hfdir.Open(src)
 	if err != nil {
 		return nil, err
 	}
 	vocab := dir.Config.VocabSize
+	if n > vocab {
+		fmt.Fprintf(stderr, "ninfer-convert: note: --draft-head %d exceeds the vocabulary size %d; the head keeps all %d tokens\n", n, vocab, vocab)
+	}
 	var special []int32
 	if tj, err := dir.Resource(hfdir.TokenizerFile); err == nil && len(tj) > 0 {
 		for _, id := range gjson.GetBytes(tj, "added_tokens.#(special==true)#.id").Array() {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -88,7 +89,7 @@ func TestConvertUsageErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{src}, 2, "expected HF_DIR OUT.ninfer"},
-		{[]string{"--recipe", "q3", src, out}, 2, "--recipe"},
+		{[]string{"--recipe", "q3", src, out}, 2, `--recipe "q3": unknown recipe (want bf16, q8, groupwise-int, nvfp4-mlp, fp8, fp32)`},
 		{[]string{"--draft-head", "8", src, out}, 2, "--draft-head and --draft-corpus go together"},
 		{[]string{"--threads", "-1", src, out}, 2, "--threads"},
 		{[]string{"--nope", src, out}, 2, "flag provided but not defined"},
@@ -102,5 +103,105 @@ func TestConvertUsageErrors(t *testing.T) {
 		if _, err := os.Stat(out); err == nil {
 			t.Fatalf("%v left %s behind", c.args, out)
 		}
+	}
+}
+
+// TestConvertOutputPaths: a directory as OUT is refused up front (even with
+// --force), and missing parents are created like every --output-file.
+func TestConvertOutputPaths(t *testing.T) {
+	src := testfixture.HFDir(t, nil)
+	dir := t.TempDir()
+	for _, args := range [][]string{{"--recipe", "q8", src, dir}, {"--force", "--recipe", "q8", src, dir}} {
+		code, _, errs := runConvert(args...)
+		if code != 1 || errs != "ninfer-convert: "+dir+" is a directory (want the OUT.ninfer file path)\n" {
+			t.Errorf("%v: exit %d stderr %q", args, code, errs)
+		}
+	}
+	// A device is refused even with --force: the rename would replace it.
+	if code, _, errs := runConvert("--force", "--recipe", "q8", src, os.DevNull); code != 1 ||
+		errs != "ninfer-convert: "+os.DevNull+" is not a regular file (the output is renamed into place; give a file path)\n" {
+		t.Errorf("--force onto %s: exit %d stderr %q", os.DevNull, code, errs)
+	}
+	if fi, err := os.Stat(os.DevNull); err != nil || fi.Mode().IsRegular() {
+		t.Fatalf("%s is no longer a device: %v %v", os.DevNull, fi, err)
+	}
+	link := filepath.Join(dir, "stdout-like")
+	if err := os.Symlink(filepath.Join(dir, "elsewhere.ninfer"), link); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := runConvert("--force", "--recipe", "q8", src, link); code != 1 || !strings.Contains(errs, link+" is not a regular file") {
+		t.Errorf("--force onto a symlink: exit %d stderr %q", code, errs)
+	}
+	out := filepath.Join(dir, "new dir", "sub", "m.ninfer")
+	if code, _, errs := runConvert("--quiet", "--recipe", "q8", src, out); code != 0 || errs != "" {
+		t.Fatalf("missing parents: exit %d stderr %q", code, errs)
+	}
+	if f, err := artifact.Open(out); err != nil {
+		t.Fatal(err)
+	} else {
+		f.Close()
+	}
+}
+
+// TestConvertInterrupted: SIGINT exits 130 with one line and leaves nothing.
+func TestConvertInterrupted(t *testing.T) {
+	src := testfixture.HFDir(t, nil)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "m.ninfer")
+	saved := interruptContext
+	defer func() { interruptContext = saved }()
+	interruptContext = func() (context.Context, context.CancelFunc) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		return ctx, cancel
+	}
+	code, _, errs := runConvert("--quiet", "--recipe", "q8", src, out)
+	if code != 130 || errs != "ninfer-convert: interrupted: "+out+" was not written\n" {
+		t.Errorf("exit %d stderr %q; want 130 and one interrupted line", code, errs)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("left behind: %v", ents)
+	}
+}
+
+func TestConvertDraftHeadOverVocab(t *testing.T) {
+	src := testfixture.HFDir(t, nil)
+	dir := t.TempDir()
+	corpus := filepath.Join(dir, "c.ids")
+	os.WriteFile(corpus, []byte("5 5 9 3\n7 300\n"), 0o644)
+	out := filepath.Join(dir, "m.ninfer")
+	code, _, errs := runConvert("--quiet", "--recipe", "q8", "--draft-head", "100000", "--draft-corpus", corpus, src, out)
+	if code != 0 || errs != "ninfer-convert: note: --draft-head 100000 exceeds the vocabulary size 512; the head keeps all 512 tokens\n" {
+		t.Fatalf("exit %d stderr %q", code, errs)
+	}
+	f, err := artifact.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if o, ok := f.Object(qwen35.NameDraftIDs); !ok || o.Shape[0] != 512 {
+		t.Fatalf("draft ids %v ok %t, want 512 rows", o, ok)
+	}
+}
+
+// TestConvertNotesMissingTokenizer: a directory without tokenizer.json still
+// converts, with a note that the artifact needs token ids.
+func TestConvertNotesMissingTokenizer(t *testing.T) {
+	src := testfixture.HFDir(t, nil)
+	dir := filepath.Join(t.TempDir(), "no tok")
+	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "tokenizer.json")); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "m.ninfer")
+	code, _, errs := runConvert("--recipe", "q8", dir, out)
+	want := "ninfer-convert: note: " + dir + " has no tokenizer.json: the artifact runs on token ids only (ninfer-run --ids)\n"
+	if code != 0 || !strings.HasPrefix(errs, want) {
+		t.Fatalf("exit %d stderr %q; want it to start with %q", code, errs, want)
+	}
+	if code, _, errs := runConvert("--force", "--recipe", "q8", src, out); code != 0 || strings.Contains(errs, "note:") {
+		t.Errorf("with a tokenizer: exit %d stderr %q", code, errs)
 	}
 }

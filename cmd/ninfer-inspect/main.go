@@ -34,6 +34,8 @@ object and the validity of every tensor's values (finite floats, legal
 scales and codes); it exits 1 at the first problem, naming the object.
 Legacy v2 containers are shown too (no config or signature).
 
+Exit status: 0 ok, 2 usage error, 1 runtime error (including a --verify failure).
+
 Examples:
   ninfer-inspect model.ninfer
   ninfer-inspect --json model.ninfer | jq '.objects[] | select(.format=="q4_g64_fp16") | .id'

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -46,6 +45,8 @@ Sizes take B, KB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB.
 Known GPUs: ` + strings.Join(gpu.Names(), ", ") + `.
 Recipes: ` + strings.Join(recipe.Names(), ", ") + `.
 
+Exit status: 0 ok, 2 usage error, 1 runtime error (including a plan that does not fit).
+
 Examples:
   ninfer-plan --weights model.ninfer --gpu rtx-4090 --max-ctx 32768 --kv-dtype int8
   ninfer-plan --weights model.ninfer --device-memory 24GiB --spec mtp --draft-tokens 2 --json
@@ -59,7 +60,7 @@ Examples:
 		},
 		ExitErrHandler: func(*cli.Context, error) {},
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "weights", Usage: "plan for the .ninfer artifact `PATH` (header only is read)"},
+			&cli.StringFlag{Name: "weights", Aliases: []string{"m"}, Usage: "plan for the .ninfer artifact `PATH` (header only is read)"},
 			&cli.StringFlag{Name: "config", Usage: "plan from a Hugging Face config.json `PATH` before converting"},
 			&cli.StringFlag{Name: "recipe", Value: "groupwise-int", Usage: "quantization `RECIPE` for --config"},
 			&cli.StringFlag{Name: "device-memory", Usage: "device total memory `SIZE` (e.g. 24GiB)"},
@@ -92,6 +93,9 @@ func action(c *cli.Context, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := cliutil.CheckOutputFile("--output-file", c.String("output-file"), "--json (table is the default)"); err != nil {
+		return err
+	}
 	var cfg qwen35.Config
 	var objs []plan.Object
 	switch w, cf := c.String("weights"), c.String("config"); {
@@ -109,7 +113,7 @@ func action(c *cli.Context, stdout, stderr io.Writer) error {
 	default:
 		r, err := recipe.Lookup(c.String("recipe"))
 		if err != nil {
-			return cliutil.Usagef("--recipe: %v", err)
+			return cliutil.Usagef("--recipe %q: unknown recipe (want %s)", c.String("recipe"), strings.Join(recipe.Names(), ", "))
 		}
 		if cfg, objs, err = weightsFromConfig(cf, r, o.LMHeadDraft); err != nil {
 			return err
@@ -132,7 +136,7 @@ func action(c *cli.Context, stdout, stderr io.Writer) error {
 		out = []byte(b.String())
 	}
 	if path := c.String("output-file"); path != "" {
-		if err := writeAtomic(path, out); err != nil {
+		if err := cliutil.WriteFileAtomic(path, out); err != nil {
 			return err
 		}
 		fmt.Fprintf(stderr, "wrote %s\n", path)
@@ -288,25 +292,4 @@ func weightsFromArtifact(path string) (qwen35.Config, []plan.Object, error) {
 		objs[i] = plan.Object{ID: o.ID, Component: o.Component, Bytes: o.Bytes, Host: !o.IsTensor()}
 	}
 	return cfg, objs, nil
-}
-
-// writeAtomic writes data to path through a temporary file and a rename.
-func writeAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	_, err = tmp.Write(data)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }

@@ -116,8 +116,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--config", cfg, "--gpu", "h200", "--prefill-chunk", "100"}, "--prefill-chunk must be a multiple of 128"},
 		{[]string{"--config", cfg, "--gpu", "h200", "--max-ctx", "abc"}, "invalid max-ctx: abc"},
 		{[]string{"--config", cfg, "--gpu", "h200", "--kv-capacity", "-5"}, "invalid kv-capacity: -5"},
-		{[]string{"--config", cfg, "--gpu", "h200", "--recipe", "q3"}, `--recipe: unknown recipe "q3"`},
-		{[]string{"--config", cfg, "--gpu", "h200", "--bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"--config", cfg, "--gpu", "h200", "--recipe", "q3"}, `--recipe "q3": unknown recipe (want bf16, q8, groupwise-int, nvfp4-mlp, fp8, fp32)`},
+		{[]string{"--config", cfg, "--gpu", "h200", "--bogus"}, "flag provided but not defined: --bogus"},
 		{[]string{"--config", cfg, "--gpu", "h200", "extra"}, `unexpected argument "extra"`},
 	}
 	for _, tc := range tests {
@@ -260,5 +260,30 @@ func TestTableAndOutputFile(t *testing.T) {
 	}
 	if m, _ := filepath.Glob(filepath.Join(dir, ".mem.json.tmp-*")); len(m) != 0 {
 		t.Errorf("temporary files left: %v", m)
+	}
+}
+
+// TestOutputFilePaths: -o is --output-file here, so "-o json" (ninfer-bench's
+// spelling of the format) and a directory are usage errors before any work;
+// missing parents are created and the file is 0644 like every tool's output.
+func TestOutputFilePaths(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir)
+	base := []string{"--config", cfg, "--backend", "cpu", "--available", "512MiB", "--max-ctx", "2048", "--kv-capacity", "2048"}
+	for _, c := range []struct{ out, want string }{
+		{"json", "ninfer-plan: --output-file json: that is a format name, not a file; for the format use --json (table is the default) (for a file of that name: ./json)\n"},
+		{dir, "ninfer-plan: --output-file " + dir + ": is a directory (want a file path)\n"},
+	} {
+		code, out, errs := runCmd(append(base, "-o", c.out)...)
+		if code != 2 || out != "" || errs != c.want {
+			t.Errorf("-o %s: exit %d stdout %q stderr %q; want 2 and %q", c.out, code, out, errs, c.want)
+		}
+	}
+	dst := filepath.Join(dir, "new dir", "plan.md")
+	if code, _, errs := runCmd(append(base, "-o", dst)...); code != 0 || errs != "wrote "+dst+"\n" {
+		t.Fatalf("-o into a missing directory: exit %d stderr %q", code, errs)
+	}
+	if fi, err := os.Stat(dst); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("output %v, err %v; want mode 0644", fi, err)
 	}
 }

@@ -42,6 +42,8 @@ documents and writes the schema-15 document (default), a llama-bench style
 markdown table or CSV. Flags go before the files. With no files, standard
 input is read unless it is a terminal.
 
+Exit status: 0 ok, 2 usage error, 1 runtime error (including --check mismatches).
+
 Examples:
    ninfer-report run.jsonl > report.json
    cat run.jsonl | ninfer-report -
@@ -59,7 +61,7 @@ Examples:
 			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: report.FormatJSON, Usage: "output format: json, md or csv"},
 			&cli.StringFlag{Name: "output-file", Aliases: []string{"o"}, Usage: "write the output to `PATH` (atomically) instead of stdout"},
 			&cli.StringFlag{Name: "run", Usage: "select the run with this run_id (for a document: its file name)"},
-			&cli.StringFlag{Name: "check", Usage: "recompute every aggregate of the schema-15 document `DOC` from its reps; exit 1 on mismatch"},
+			&cli.StringFlag{Name: "check", Usage: "recompute every aggregate of the schema-15 document `DOC` (- = stdin) from its reps; exit 1 on mismatch"},
 		},
 		Action: func(c *cli.Context) error { return reportAction(c, stdin, stdout, stderr) },
 		Commands: []*cli.Command{{
@@ -104,7 +106,7 @@ func emit(path string, data []byte, stdout, stderr io.Writer) error {
 		_, err := stdout.Write(data)
 		return err
 	}
-	if err := report.WriteFileAtomic(path, data); err != nil {
+	if err := cliutil.WriteFileAtomic(path, data); err != nil {
 		return err
 	}
 	fmt.Fprintf(stderr, "wrote %s\n", path)
@@ -131,11 +133,14 @@ func reportAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) err
 	if format != report.FormatJSON && format != report.FormatMD && format != report.FormatCSV {
 		return cliutil.Usagef("--format %q: want json, md or csv", format)
 	}
+	if err := cliutil.CheckOutputFile("--output-file", c.String("output-file"), "--format %s"); err != nil {
+		return err
+	}
 	if doc := c.String("check"); doc != "" {
 		if len(files) > 0 {
 			return cliutil.Usagef("--check takes the document as its value; no other files allowed")
 		}
-		return checkAction(doc, stdout, stderr)
+		return checkAction(doc, stdin, stdout, stderr)
 	}
 	if len(files) == 0 {
 		if stdinIsTerminal(stdin) {
@@ -159,13 +164,26 @@ func reportAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) err
 	return emit(c.String("output-file"), out, stdout, stderr)
 }
 
-func checkAction(path string, stdout, stderr io.Writer) error {
-	data, err := os.ReadFile(path)
+func checkAction(path string, stdin io.Reader, stdout, stderr io.Writer) error {
+	var data []byte
+	var err error
+	if path == "-" { // like the FILES: "-" is standard input
+		if stdinIsTerminal(stdin) {
+			return cliutil.Usagef("--check -: standard input is a terminal (pipe the document in)")
+		}
+		path = "<stdin>"
+		data, err = io.ReadAll(stdin)
+	} else {
+		data, err = os.ReadFile(path)
+	}
 	if err != nil {
 		return fmt.Errorf("--check: cannot read document: %w", err)
 	}
 	doc, err := benchfmt.DecodeDocument(data)
 	if err != nil {
+		if first, _, _ := strings.Cut(string(data), "\n"); strings.HasPrefix(first, `{"type":`) {
+			return fmt.Errorf("--check %s: this is a stream of JSON lines, not a schema-15 document (make one with: ninfer-report %s > report.json)", path, path)
+		}
 		return fmt.Errorf("--check %s: %w", path, err)
 	}
 	res := report.Check(&doc)
@@ -208,6 +226,9 @@ func compareAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) er
 	if format != report.FormatMD && format != report.FormatCSV {
 		return cliutil.Usagef("compare --format %q: want md or csv", format)
 	}
+	if err := cliutil.CheckOutputFile("--output-file", c.String("output-file"), "--format %s"); err != nil {
+		return err
+	}
 	a, err := oneRun(files[0], c.String("run-a"), stdin, stderr)
 	if err != nil {
 		return err
@@ -218,6 +239,9 @@ func compareAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) er
 	}
 	cmp := report.Compare(&a.Document, &b.Document)
 	warn(stderr, cmp.Warnings)
+	if len(cmp.Rows) == 0 {
+		return fmt.Errorf("%s and %s have no test in common (tests match by label, e.g. pp512, tg128)", files[0], files[1])
+	}
 	out, err := report.RenderCompare(format, cmp, describe(files[0], &a), describe(files[1], &b))
 	if err != nil {
 		return err

@@ -61,6 +61,10 @@ func TestExitCodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	stream := seedStream(t, "r1")
+	empty := filepath.Join(dir, "empty.jsonl")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name   string
 		args   []string
@@ -70,7 +74,7 @@ func TestExitCodes(t *testing.T) {
 	}{
 		{"help", []string{"--help"}, 0, "", "Examples:"},
 		{"compare help", []string{"compare", "--help"}, 0, "", "Welch"},
-		{"unknown flag", []string{"--bogus", seedPath}, 2, "ninfer-report: flag provided but not defined: -bogus", ""},
+		{"unknown flag", []string{"--bogus", seedPath}, 2, "ninfer-report: flag provided but not defined: --bogus", ""},
 		{"bad format", []string{"--format", "xml", seedPath}, 2, `--format "xml": want json, md or csv`, ""},
 		{"flag after files", []string{seedPath, "--format", "md"}, 2, "flag --format after the file arguments", ""},
 		{"check with files", []string{"--check", seedPath, seedPath}, 2, "--check takes the document", ""},
@@ -82,16 +86,27 @@ func TestExitCodes(t *testing.T) {
 		{"unknown run", []string{"--run", "zz", stream}, 1, `no run "zz"`, ""},
 		{"check seed", []string{"--check", seedPath}, 0, "0 mismatches", ""},
 		{"check tampered", []string{"--check", tampered}, 1, "1 aggregate(s) do not match", "tests[0].speculative.rounds: stored 382, recomputed 381"},
+		{"check stream", []string{"--check", stream}, 1, "--check " + stream + ": this is a stream of JSON lines, not a schema-15 document", ""},
 		{"check missing", []string{"--check", filepath.Join(dir, "none.json")}, 1, "--check: cannot read document", ""},
 		{"md", []string{"-f", "md", stream}, 0, "", "| mtp k=2 optimized-head |"},
 		{"csv", []string{"--format", "csv", seedPath}, 0, "", "run_id,model,backend"},
 		{"compare", []string{"compare", seedPath, stream}, 0, "", "| tg256 "},
+		{"same file twice", []string{"--format", "md", seedPath, seedPath}, 1, "ninfer-report: " + seedPath + " is given twice", ""},
+		{"empty input", []string{empty}, 1, "ninfer-report: no run in " + empty + " (empty, or not ninfer-bench output", ""},
+		{"empty stdin", []string{"-"}, 1, "ninfer-report: no run in <stdin> (empty", ""},
+		// -o is --output-file here; ninfer-bench's "-o md" would silently write a file "md".
+		{"-o format name", []string{"-o", "md", stream}, 2, "ninfer-report: --output-file md: that is a format name, not a file; for the format use --format md", ""},
+		{"compare -o format name", []string{"compare", "-o", "csv", seedPath, stream}, 2, "--output-file csv: that is a format name", ""},
+		{"-o directory", []string{"-o", dir, stream}, 2, "ninfer-report: --output-file " + dir + ": is a directory", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			code, out, errOut := runCLI("", c.args...)
 			if code != c.code || !strings.Contains(errOut, c.stderr) || !strings.Contains(out, c.stdout) {
 				t.Errorf("exit %d (want %d)\nstderr: %s\nstdout: %.300s", code, c.code, errOut, out)
+			}
+			if c.code == 2 && out != "" {
+				t.Errorf("usage error wrote to stdout: %.200q", out)
 			}
 			if c.code != 0 && strings.Count(strings.TrimSpace(errOut), "\n") > 1 {
 				t.Errorf("error is not one clear line: %q", errOut)
@@ -161,5 +176,41 @@ func TestJSONOutputAndStdin(t *testing.T) {
 	code, out, _ = runCLI("", "-f", "md", stream, other)
 	if code != 0 || strings.Count(out, " tg1024 |") != 2 {
 		t.Errorf("md of two runs: exit %d\n%s", code, out)
+	}
+}
+
+// TestCheckStdin: --check - reads the document from standard input, so
+// "ninfer-bench -o json | ninfer-report --check -" works.
+func TestCheckStdin(t *testing.T) {
+	seed, err := os.ReadFile(seedPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(string(seed), "--check", "-")
+	if code != 0 || out != "" || !strings.HasPrefix(errOut, "ninfer-report: checked ") || !strings.Contains(errOut, " values in <stdin>: ") {
+		t.Fatalf("exit %d stdout %q stderr %q", code, out, errOut)
+	}
+	tampered := strings.Replace(string(seed), `"rounds": 381`, `"rounds": 382`, 1)
+	if code, _, errOut := runCLI(tampered, "--check", "-"); code != 1 || !strings.Contains(errOut, "<stdin>: 1 aggregate(s) do not match") {
+		t.Fatalf("tampered: exit %d stderr %q", code, errOut)
+	}
+}
+
+// TestCompareNothingInCommon: an empty comparison is an error, not an
+// empty table with exit 0.
+func TestCompareNothingInCommon(t *testing.T) {
+	dir := t.TempDir()
+	seed, err := os.ReadFile(seedPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "other.json")
+	// Relabel every test so that no label matches the seed's.
+	if err := os.WriteFile(other, bytes.ReplaceAll(seed, []byte(`"label": "`), []byte(`"label": "x`)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI("", "compare", seedPath, other)
+	if code != 1 || out != "" || !strings.Contains(errOut, "ninfer-report: "+seedPath+" and "+other+" have no test in common") {
+		t.Fatalf("exit %d stdout %q stderr %q", code, out, errOut)
 	}
 }

@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -61,8 +62,8 @@ func newApp() *cli.App {
 		Description: `Prompts: --prompt TEXT is one prompt; --prompt-file F reads the whole file
 as one prompt (one trailing newline removed; "-" = stdin), or one prompt per
 non-blank line with --each-line; without either, stdin is read one prompt per
-non-blank line (stdin must not be a terminal). Each prompt runs on a fresh
-sequence. Special tokens written in a prompt (e.g. <|im_start|>) are
+non-blank line (stdin must not be a terminal; an input without a prompt is
+an error). Each prompt runs on a fresh sequence. Special tokens written in a prompt (e.g. <|im_start|>) are
 recognized.
 
 --chat renders each prompt as a user turn of the Qwen chat format (optional
@@ -105,7 +106,7 @@ Examples:
   echo "151644 872 198" | ninfer-run --weights qwen.ninfer --ids --max-new 16
   ninfer-run --weights qwen.ninfer --backend cpu --threads 8 --kv-dtype int8 --max-ctx 8192 --prompt-file long.txt`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "weights", Aliases: []string{"m"}, Required: true, Usage: "the .ninfer model `PATH`"},
+			&cli.StringFlag{Name: "weights", Aliases: []string{"m"}, Usage: "the .ninfer model `PATH` (required)"},
 			&cli.StringFlag{Name: "prompt", Aliases: []string{"p"}, Usage: "one prompt `TEXT` (ids with --ids)"},
 			&cli.StringFlag{Name: "prompt-file", Aliases: []string{"f"}, Usage: "read the prompt from `FILE` (- = stdin)"},
 			&cli.BoolFlag{Name: "each-line", Usage: "with --prompt-file: one prompt per non-blank line"},
@@ -115,7 +116,7 @@ Examples:
 			&cli.BoolFlag{Name: "no-think", Usage: "with --chat: disable thinking (empty think block)"},
 			&cli.BoolFlag{Name: "ids", Usage: "prompts and output are token ids"},
 			&cli.IntFlag{Name: "max-new", Aliases: []string{"n"}, Value: 128, Usage: "generate at most `N` tokens per prompt"},
-			&cli.IntFlag{Name: "max-ctx", Usage: "context limit in `TOKENS` (default: min(max_position_embeddings, 4096))"},
+			&cli.IntFlag{Name: "max-ctx", DefaultText: "min(max_position_embeddings, 4096)", Usage: "context limit in `TOKENS` (at most max_position_embeddings)"},
 			&cli.IntFlag{Name: "prefill-chunk", Value: 1024, Usage: "prefill chunk in `TOKENS` (a multiple of 128)"},
 			&cli.StringFlag{Name: "kv-dtype", Value: "bf16", Usage: "KV cache `DTYPE`: bf16, int8, fp8 (fp32: exact, for debugging)"},
 			&cli.Float64Flag{Name: "temperature", Aliases: []string{"t"}, Usage: "sampling temperature `T` (0 = greedy)"},
@@ -131,7 +132,7 @@ Examples:
 			&cli.IntFlag{Name: "threads", Usage: "CPU backend `THREADS` (0 = all cores)"},
 			&cli.BoolFlag{Name: "json", Usage: "one JSON line per prompt instead of streamed text"},
 			&cli.StringFlag{Name: "spec", Value: "none", Usage: "speculative decoding `BACKEND`: none or mtp"},
-			&cli.IntFlag{Name: "draft-tokens", Usage: "with --spec mtp: draft `K` tokens per round (1-5; default 2)"},
+			&cli.IntFlag{Name: "draft-tokens", DefaultText: "2", Usage: "with --spec mtp: draft `K` tokens per round (1-5)"},
 			&cli.BoolFlag{Name: "lm-head-draft", Usage: "with --spec mtp: draft with the reduced-vocabulary proposal head (convert with --draft-head)"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no load or timing lines on stderr"},
 		},
@@ -153,11 +154,13 @@ func options(c *cli.Context, stderr io.Writer) (runner.Options, error) {
 		},
 	}
 	if !c.Bool("quiet") {
-		o.Log = stderr
+		o.Log = linePrefixer{w: stderr, prefix: name + ": "}
 	}
 	switch {
 	case c.NArg() > 0:
 		return o, cliutil.Usagef("unexpected argument %q (give the prompt with --prompt)", c.Args().First())
+	case !c.IsSet("weights"):
+		return o, cliutil.Usagef("--weights is required")
 	case o.Weights == "":
 		return o, cliutil.Usagef("--weights is empty")
 	case c.IsSet("prompt") && c.IsSet("prompt-file"):
@@ -192,7 +195,12 @@ func options(c *cli.Context, stderr io.Writer) (runner.Options, error) {
 		return o, cliutil.Usagef("--lm-head-draft needs --spec mtp")
 	}
 	if err := o.Sampling.Validate(); err != nil {
-		return o, cliutil.Usagef("%s", strings.TrimPrefix(err.Error(), "sample: "))
+		// pkg/sample names its fields (top_p); the user typed flags (--top-p).
+		msg := strings.TrimPrefix(err.Error(), "sample: ")
+		if field, rest, ok := strings.Cut(msg, " "); ok && c.IsSet(strings.ReplaceAll(field, "_", "-")) {
+			msg = "--" + strings.ReplaceAll(field, "_", "-") + " " + rest
+		}
+		return o, cliutil.Usagef("%s", msg)
 	}
 	return o, nil
 }
@@ -257,6 +265,55 @@ func prompts(c *cli.Context, stdin io.Reader) (source, func(), error) {
 	return runner.NewLineReader(stdin, "stdin", ids), nop, nil
 }
 
+// linePrefixer starts every log line with "ninfer-run: ", like every other
+// stderr line of the tools; each Write is one or more whole lines.
+type linePrefixer struct {
+	w      io.Writer
+	prefix string
+}
+
+func (l linePrefixer) Write(p []byte) (int, error) {
+	lines := strings.SplitAfter(string(p), "\n")
+	var b strings.Builder
+	for _, ln := range lines {
+		if ln != "" {
+			b.WriteString(l.prefix)
+			b.WriteString(ln)
+		}
+	}
+	if _, err := io.WriteString(l.w, b.String()); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// errStopped: Ctrl-C while waiting for the next prompt.
+var errStopped = errors.New("interrupted while waiting for a prompt")
+
+// nextPrompt is src.Next, abandoned when ctx is cancelled: Ctrl-C must stop
+// a run that waits on a pipe with no prompt yet (the read is left behind;
+// the process exits).
+func nextPrompt(ctx context.Context, src source) (runner.Input, error) {
+	if ctx.Err() != nil {
+		return runner.Input{}, errStopped
+	}
+	type result struct {
+		in  runner.Input
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		in, err := src.Next()
+		ch <- result{in, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.in, r.err
+	case <-ctx.Done():
+		return runner.Input{}, errStopped
+	}
+}
+
 // action runs every prompt; it reports whether generation was interrupted.
 func action(ctx context.Context, c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) (bool, error) {
 	o, err := options(c, stderr)
@@ -268,6 +325,22 @@ func action(ctx context.Context, c *cli.Context, stdin io.Reader, stdout, stderr
 		return false, err
 	}
 	defer closeSrc()
+	// The first prompt is read before the model loads: an empty input is
+	// an error (not a silent success), found without loading anything.
+	in, err := nextPrompt(ctx, src)
+	if errors.Is(err, errStopped) {
+		return true, nil
+	}
+	if err == io.EOF {
+		what := "the input"
+		if lr, ok := src.(*runner.LineReader); ok {
+			what = lr.Name()
+		}
+		return false, fmt.Errorf("%s: no prompt (no non-blank line)", what)
+	}
+	if err != nil {
+		return false, err
+	}
 	r, err := runner.Open(o)
 	if err != nil {
 		return false, err
@@ -283,8 +356,10 @@ func action(ctx context.Context, c *cli.Context, stdin io.Reader, stdout, stderr
 	case c.Bool("ids"):
 		sink = &runner.IDSink{W: w}
 	}
-	for {
-		in, err := src.Next()
+	for ; ; in, err = nextPrompt(ctx, src) {
+		if errors.Is(err, errStopped) {
+			return true, nil
+		}
 		if err == io.EOF {
 			return false, nil
 		}
@@ -297,8 +372,8 @@ func action(ctx context.Context, c *cli.Context, stdin io.Reader, stdout, stderr
 		}
 		if o.Log != nil {
 			t := res.Timings
-			line := fmt.Sprintf("%s: prompt %d tokens in %.3f s (%.1f tok/s), generated %d tokens in %.3f s (%.1f tok/s), finish %s",
-				name, t.PromptTokens, t.PrefillSeconds, t.PrefillTokPerS, t.GeneratedTokens, t.DecodeSeconds, t.DecodeTokPerS, res.FinishReason)
+			line := fmt.Sprintf("prompt %d tokens in %.3f s (%.1f tok/s), generated %d tokens in %.3f s (%.1f tok/s), finish %s",
+				t.PromptTokens, t.PrefillSeconds, t.PrefillTokPerS, t.GeneratedTokens, t.DecodeSeconds, t.DecodeTokPerS, res.FinishReason)
 			if sp := res.Spec; sp != nil {
 				line += fmt.Sprintf("; mtp: %d rounds, %d of %d drafts accepted", sp.Rounds, sp.AcceptedTokens, sp.DraftedTokens)
 				if sp.AcceptanceLength != nil {

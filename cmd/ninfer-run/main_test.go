@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -73,7 +74,7 @@ func TestExitCodes(t *testing.T) {
 	}{
 		{"chunk", []string{"--weights", m, "--prompt", "x", "--prefill-chunk", "100"}, "", 2, "--prefill-chunk 100"},
 		{"unknown flag", []string{"--weights", m, "--prompt", "x", "--bogus"}, "", 2, "bogus"},
-		{"no weights flag", []string{"--prompt", "x"}, "", 2, "weights"},
+		{"no weights flag", []string{"--prompt", "x"}, "", 2, "--weights is required"},
 		{"positional", []string{"--weights", m, "hello"}, "", 2, `unexpected argument "hello"`},
 		{"kv dtype", []string{"--weights", m, "--prompt", "x", "--kv-dtype", "int4"}, "", 2, "--kv-dtype"},
 		{"both prompts", []string{"--weights", m, "--prompt", "x", "--prompt-file", "f"}, "", 2, "mutually exclusive"},
@@ -82,7 +83,9 @@ func TestExitCodes(t *testing.T) {
 		{"chat ids", []string{"--weights", m, "--prompt", "1 2", "--chat", "--ids"}, "", 2, "--ids"},
 		{"draft without spec", []string{"--weights", m, "--prompt", "x", "--draft-tokens", "2"}, "", 2, "--spec mtp"},
 		{"draft range", []string{"--weights", m, "--prompt", "x", "--spec", "mtp", "--draft-tokens", "9"}, "", 2, "[1,5]"},
-		{"temperature", []string{"--weights", m, "--prompt", "x", "--temperature", "-1"}, "", 2, "temperature"},
+		{"temperature", []string{"--weights", m, "--prompt", "x", "--temperature", "-1"}, "", 2, "ninfer-run: --temperature -1 must be finite and >= 0"},
+		{"top-p NaN", []string{"--weights", m, "--prompt", "x", "--top-p", "nan"}, "", 2, "ninfer-run: --top-p NaN must be in [0, 1]"},
+		{"frequency-penalty inf", []string{"--weights", m, "--prompt", "x", "--frequency-penalty", "inf"}, "", 2, "ninfer-run: --frequency-penalty +Inf must be finite"},
 		{"max-new", []string{"--weights", m, "--prompt", "x", "--max-new", "-3"}, "", 2, "--max-new -3"},
 		{"bad prompt ids", []string{"--weights", m, "--ids", "--prompt", "1 b"}, "", 2, "token 2"},
 		{"missing weights", []string{"--weights", filepath.Join(dir, "nope.ninfer"), "--prompt", "x"}, "", 1, "nope.ninfer"},
@@ -92,6 +95,10 @@ func TestExitCodes(t *testing.T) {
 		{"no proposal head", []string{"--weights", m, "--prompt", "x", "--spec", "mtp", "--lm-head-draft"}, "", 1, "proposal head"},
 		{"out of vocab", []string{"--weights", m, "--ids", "-q"}, "1 2\n\n3 4 99999\n", 1, "stdin: line 3: token 3: id 99999 is outside the vocabulary"},
 		{"context", []string{"--weights", m, "--max-ctx", "16", "-q", "--prompt", "the quick brown fox jumps"}, "", 1, "--max-ctx 16"},
+		{"max-ctx over the model", []string{"--weights", m, "--max-ctx", "100000000", "-q", "--prompt", "x"}, "", 1, "--max-ctx 100000000 exceeds the model's max_position_embeddings 4096"},
+		{"empty stdin", []string{"--weights", m}, "", 1, "ninfer-run: stdin: no prompt (no non-blank line)"},
+		{"blank stdin", []string{"--weights", m, "--ids"}, "\n  \n\r\n", 1, "ninfer-run: stdin: no prompt (no non-blank line)"},
+		{"seed flag spelling", []string{"--weights", m, "--prompt", "x", "--seed", "-1"}, "", 2, `--seed: invalid value "-1"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := runCmd(t, context.Background(), tc.stdin, tc.args...)
@@ -100,6 +107,10 @@ func TestExitCodes(t *testing.T) {
 			}
 			lines := strings.Split(strings.TrimSuffix(o.stderr, "\n"), "\n")
 			last := lines[len(lines)-1]
+			if tc.code == 2 && (len(lines) != 1 || o.stdout != "") {
+				// A usage error is one line on stderr; no help text on stdout.
+				t.Fatalf("usage error: stdout %q, stderr %q; want only one stderr line", o.stdout, o.stderr)
+			}
 			if !strings.HasPrefix(last, name+": ") || !strings.Contains(last, tc.want) {
 				t.Fatalf("last stderr line %q, want \"%s: ...%s...\"", last, name, tc.want)
 			}
@@ -172,6 +183,11 @@ func TestJSONAndTextAgree(t *testing.T) {
 	if loud.code != 0 || !strings.Contains(loud.stderr, "memory:") || !strings.Contains(loud.stderr, "generated 2 tokens") {
 		t.Errorf("stderr without --quiet: %q", loud.stderr)
 	}
+	for _, l := range strings.Split(strings.TrimSuffix(loud.stderr, "\n"), "\n") {
+		if !strings.HasPrefix(l, name+": ") {
+			t.Errorf("stderr line %q lacks the %q prefix", l, name+": ")
+		}
+	}
 }
 
 func TestPromptFile(t *testing.T) {
@@ -230,16 +246,49 @@ func TestSeeds(t *testing.T) {
 }
 
 func TestInterrupted(t *testing.T) {
+	// Ctrl-C before any prompt ran: exit 130 and nothing on stdout.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	o := runCmd(t, ctx, "", base(t, "--prompt", "hello")...)
-	if o.code != exitInterrupted || o.stdout != "\n" || !strings.Contains(o.stderr, "interrupted") {
+	if o.code != exitInterrupted || o.stdout != "" || o.stderr != "ninfer-run: interrupted\n" {
 		t.Fatalf("exit %d, stdout %q, stderr %q", o.code, o.stdout, o.stderr)
 	}
 	o = runCmd(t, ctx, "1 2\n3 4\n", base(t, "--ids", "--json")...)
-	js := jsonLines(t, o.stdout)
-	if o.code != exitInterrupted || len(js) != 1 || js[0].Get("finish_reason").String() != "interrupted" {
+	if o.code != exitInterrupted || o.stdout != "" {
 		t.Fatalf("exit %d, stdout %q", o.code, o.stdout)
+	}
+}
+
+// stallReader yields its data, then cancels and blocks like a pipe whose
+// writer is still open: Ctrl-C while ninfer-run waits for the next prompt.
+type stallReader struct {
+	data   string
+	cancel context.CancelFunc
+	block  chan struct{}
+}
+
+func (r *stallReader) Read(p []byte) (int, error) {
+	if r.data != "" {
+		n := copy(p, r.data)
+		r.data = r.data[n:]
+		return n, nil
+	}
+	r.cancel()
+	<-r.block
+	return 0, io.EOF
+}
+
+func TestInterruptedWaitingForPrompt(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	in := &stallReader{data: "1 2\n", cancel: cancel, block: make(chan struct{})}
+	defer close(in.block)
+	var out, errb bytes.Buffer
+	code := run(ctx, append([]string{name}, base(t, "--ids", "--json", "--max-new", "3")...), in, &out, &errb)
+	js := jsonLines(t, out.String())
+	if code != exitInterrupted || errb.String() != "ninfer-run: interrupted\n" || len(js) != 1 ||
+		js[0].Get("finish_reason").String() != "length" || len(js[0].Get("ids").Array()) != 3 {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want 130, the first prompt's line, one interrupted line", code, out.String(), errb.String())
 	}
 }
 

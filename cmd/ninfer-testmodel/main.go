@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ninfer/ninfer/pkg/cliutil"
 	"github.com/ninfer/ninfer/pkg/testmodel"
 )
 
@@ -33,6 +34,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 byte-level BPE tokenizer.json, tokenizer_config.json, generation_config.json and
 chat_template.jinja. The output depends only on the options.
 
+Exit status: 0 ok, 2 usage error, 1 runtime error.
+
 Examples:
    ` + name + ` /tmp/tiny
    ` + name + ` --seed 7 --layers 8 --dtype f32 /tmp/tiny8
@@ -42,19 +45,19 @@ Examples:
 		HideHelpCommand: true,
 		ExitErrHandler:  func(*cli.Context, error) {},
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return usageError{err}
+			return usageError{cliutil.FlagMessage(err)}
 		},
 		Flags: []cli.Flag{
-			&cli.Uint64Flag{Name: "seed", Value: d.Seed, Usage: "PRNG seed"},
-			&cli.IntFlag{Name: "layers", Value: d.Layers, Usage: "decoder layers (every 4th is full attention)"},
-			&cli.IntFlag{Name: "hidden", Value: d.Hidden, Usage: "hidden size"},
-			&cli.IntFlag{Name: "intermediate", Value: d.Intermediate, Usage: "MLP intermediate size"},
-			&cli.IntFlag{Name: "vocab", Value: d.Vocab, Usage: "vocabulary rows (≥ tokenizer size)"},
-			&cli.IntFlag{Name: "mtp-layers", Value: d.MTPLayers, Usage: "MTP layers (0: no mtp.* tensors)"},
+			&cli.Uint64Flag{Name: "seed", Value: d.Seed, Usage: "PRNG `SEED`"},
+			&cli.IntFlag{Name: "layers", Value: d.Layers, Usage: "`N` decoder layers (every 4th is full attention)"},
+			&cli.IntFlag{Name: "hidden", Value: d.Hidden, Usage: "hidden `SIZE`"},
+			&cli.IntFlag{Name: "intermediate", Value: d.Intermediate, Usage: "MLP intermediate `SIZE`"},
+			&cli.IntFlag{Name: "vocab", Value: d.Vocab, Usage: "`N` vocabulary rows (≥ tokenizer size)"},
+			&cli.IntFlag{Name: "mtp-layers", Value: d.MTPLayers, Usage: "`N` MTP layers (0: no mtp.* tensors)"},
 			&cli.BoolFlag{Name: "tied", Usage: "tie the output head to the embedding (no lm_head.weight)"},
 			&cli.BoolFlag{Name: "multimodal", Usage: "Qwen3_5ForConditionalGeneration layout with model.visual.* dummies"},
-			&cli.StringFlag{Name: "dtype", Value: d.DType, Usage: "weight dtype: bf16, f16 or f32"},
-			&cli.IntFlag{Name: "shards", Value: d.Shards, Usage: "number of safetensors shards (>1 writes an index)"},
+			&cli.StringFlag{Name: "dtype", Value: d.DType, Usage: "weight `DTYPE`: bf16, f16 or f32"},
+			&cli.IntFlag{Name: "shards", Value: d.Shards, Usage: "`N` safetensors shards (>1 writes an index)"},
 			&cli.BoolFlag{Name: "force", Usage: "replace a non-empty OUT_DIR"},
 		},
 		Action: func(c *cli.Context) error {
@@ -70,9 +73,8 @@ Examples:
 			}
 			m, err := testmodel.WriteDir(c.Args().First(), o, c.Bool("force"))
 			if err != nil {
-				if errors.Is(err, testmodel.ErrNotEmpty) {
-					return usageError{err}
-				}
+				// An existing output is a runtime error, like ninfer-convert's
+				// "exists (use --force to overwrite)".
 				return err
 			}
 			fmt.Fprintf(stderr, "%s: wrote %s: %d tensors (%d bytes), tokenizer %d tokens (%d merges)\n",
@@ -81,7 +83,8 @@ Examples:
 		},
 	}
 	if err := app.Run(args); err != nil {
-		fmt.Fprintf(stderr, "%s: %s\n", name, strings.TrimPrefix(err.Error(), "testmodel: "))
+		msg := cliutil.UnknownFlagAsGiven(err.Error(), "flag provided but not defined: ", args)
+		fmt.Fprintf(stderr, "%s: %s\n", name, strings.TrimPrefix(msg, "testmodel: "))
 		var ue usageError
 		if errors.As(err, &ue) {
 			return 2

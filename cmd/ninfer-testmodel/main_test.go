@@ -22,11 +22,12 @@ func TestRun(t *testing.T) {
 		msg  string
 	}{
 		{"ok", []string{"--seed", "3", "--layers", "8", "--hidden", "64", "--intermediate", "96", "--vocab", "300", "--dtype", "f32", "--shards", "2", "--multimodal", "--tied", out}, 0, "wrote " + out},
-		{"not_empty", []string{out}, 2, "not empty"},
+		{"not_empty", []string{out}, 1, "ninfer-testmodel: " + out + ": output directory is not empty (use --force to replace it)\n"},
 		{"force", []string{"--force", "--hidden", "64", "--intermediate", "96", out}, 0, "wrote"},
 		{"no_args", nil, 2, "exactly one OUT_DIR"},
 		{"two_args", []string{"a", "b"}, 2, "exactly one OUT_DIR"},
-		{"bad_flag", []string{"--nope", out}, 2, "flag provided but not defined"},
+		{"bad_flag", []string{"--nope", out}, 2, "ninfer-testmodel: flag provided but not defined: --nope\n"},
+		{"bad_int", []string{"--layers", "x", out}, 2, "ninfer-testmodel: --layers: invalid value \"x\"\n"},
 		{"bad_dtype", []string{"--dtype", "int4", filepath.Join(root, "x")}, 2, `dtype "int4"`},
 		{"bad_vocab", []string{"--vocab", "100", filepath.Join(root, "x")}, 2, "below the tokenizer minimum"},
 		{"runtime", []string{filepath.Join(blocker, "sub")}, 1, "ninfer-testmodel: "},

@@ -172,8 +172,10 @@ func ParseOutput(s string) (string, error) {
 	switch s {
 	case OutputJSONL, OutputJSON, OutputTable, OutputCSV:
 		return s, nil
+	case "md": // ninfer-report's name for the same markdown table
+		return OutputTable, nil
 	}
-	return "", fmt.Errorf("invalid output format: %s (want jsonl, json, table or csv)", s)
+	return "", fmt.Errorf("invalid output format: %s (want jsonl, json, table (md) or csv)", s)
 }
 
 // ParseBackend checks a --backend value.
@@ -319,6 +321,20 @@ func ResolveMaxContext(override int, need ContextNeed) (int, error) {
 		return 0, fmt.Errorf("--max-ctx %d is too small; %s needs %d", override, need.Who, need.Tokens)
 	}
 	return override, nil
+}
+
+// CheckModelContext checks the resolved max context against the model's
+// max_position_embeddings (0: no limit) before anything is allocated for it;
+// the memory plan would refuse it too, but only after the engine allocated
+// the KV cache.
+func CheckModelContext(maxCtx, override int, need ContextNeed, maxPositions int) error {
+	if maxPositions <= 0 || maxCtx <= maxPositions {
+		return nil
+	}
+	if override > 0 {
+		return fmt.Errorf("--max-ctx %d exceeds the model's max_position_embeddings %d", override, maxPositions)
+	}
+	return fmt.Errorf("%s needs %d tokens of context, above the model's max_position_embeddings %d", need.Who, need.Tokens, maxPositions)
 }
 
 // CheckCorpus checks that the corpus seeds decode tests and holds every

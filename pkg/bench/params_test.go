@@ -107,7 +107,7 @@ func TestParseEnums(t *testing.T) {
 		{ParseSpec, "mtp", ""}, {ParseSpec, "dflash", "invalid speculative backend: dflash"},
 		{ParseSpec, "eagle", "invalid speculative backend: eagle"},
 		{ParseOutput, "jsonl", ""}, {ParseOutput, "json", ""}, {ParseOutput, "table", ""}, {ParseOutput, "csv", ""},
-		{ParseOutput, "md", "invalid output format: md"},
+		{ParseOutput, "xml", "invalid output format: xml (want jsonl, json, table (md) or csv)"},
 		{ParseBackend, "auto", ""}, {ParseBackend, "cpu", ""}, {ParseBackend, "cuda", ""},
 		{ParseBackend, "metal", "invalid backend: metal"},
 	} {
@@ -119,6 +119,13 @@ func TestParseEnums(t *testing.T) {
 		} else if err == nil || !strings.HasPrefix(err.Error(), c.wantErr) {
 			t.Errorf("%q: error %v, want prefix %q", c.in, err, c.wantErr)
 		}
+	}
+}
+
+// "md" is ninfer-report's name for the markdown table; bench accepts it too.
+func TestParseOutputMDAlias(t *testing.T) {
+	if got, err := ParseOutput("md"); err != nil || got != OutputTable {
+		t.Errorf("ParseOutput(md) = %q, %v; want %q", got, err, OutputTable)
 	}
 }
 
@@ -248,6 +255,25 @@ func TestResolveMaxContext(t *testing.T) {
 	_, err := ResolveMaxContext(2, ContextNeed{"decode graph prime", 3})
 	if err == nil || err.Error() != "--max-ctx 2 is too small; decode graph prime needs 3" {
 		t.Errorf("prime message: %v", err)
+	}
+}
+
+func TestCheckModelContext(t *testing.T) {
+	need := ContextNeed{"tg100000", 100001}
+	for _, c := range []struct {
+		maxCtx, override, maxPos int
+		wantErr                  string
+	}{
+		{4096, 0, 4096, ""},
+		{4096, 4096, 4096, ""},
+		{100001, 0, 0, ""}, // no max_position_embeddings: no limit
+		{100001, 0, 4096, "tg100000 needs 100001 tokens of context, above the model's max_position_embeddings 4096"},
+		{100000000, 100000000, 4096, "--max-ctx 100000000 exceeds the model's max_position_embeddings 4096"},
+	} {
+		err := CheckModelContext(c.maxCtx, c.override, need, c.maxPos)
+		if got := fmt.Sprint(err); (c.wantErr == "" && err != nil) || (c.wantErr != "" && got != c.wantErr) {
+			t.Errorf("CheckModelContext(%d, %d, %d) = %v, want %q", c.maxCtx, c.override, c.maxPos, err, c.wantErr)
+		}
 	}
 }
 

@@ -114,8 +114,13 @@ func open(p Params, env Env, tests []Test) (s *session, err error) {
 	s.closers = append(s.closers, func() { w.Close() })
 	s.cfg = w.Config()
 
-	ids, err := corpus.ReadFile(ResolveCorpusPath(p.Corpus), s.cfg.VocabSize)
+	corpusPath := ResolveCorpusPath(p.Corpus)
+	ids, err := corpus.ReadFile(corpusPath, s.cfg.VocabSize)
 	if err != nil {
+		if p.Corpus == DefaultCorpus && !fileExists(corpusPath) {
+			// The reference's default path exists only inside its source tree.
+			return s, fmt.Errorf("%w (the default --corpus: give --corpus PATH, or set NINFER_SOURCE_DIR to the directory holding %s)", err, DefaultCorpus)
+		}
 		return s, err
 	}
 	if err := CheckCorpus(tests, len(ids)); err != nil {
@@ -129,9 +134,13 @@ func open(p Params, env Env, tests []Test) (s *session, err error) {
 	s.closers = append(s.closers, func() { be.Close() })
 	graph := beName == loader.BackendCUDA && !p.NoCUDAGraph
 
-	maxCtx, err := ResolveMaxContext(p.MaxCtx, RequiredContext(tests, p.Spec, p.DraftTokens, graph))
+	need := RequiredContext(tests, p.Spec, p.DraftTokens, graph)
+	maxCtx, err := ResolveMaxContext(p.MaxCtx, need)
 	if err != nil {
 		return s, err
+	}
+	if err := CheckModelContext(maxCtx, p.MaxCtx, need, s.cfg.MaxPositionEmbeddings); err != nil {
+		return s, fmt.Errorf("%s: %w", p.Weights, err)
 	}
 
 	opts := engine.Options{MaxContext: maxCtx, PrefillChunk: p.PrefillChunk, KVDtype: p.KVDtype, Threads: be.Threads(), StateSlots: 1}

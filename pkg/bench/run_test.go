@@ -395,10 +395,13 @@ func TestRunErrors(t *testing.T) {
 		{"prompt beyond corpus", func(p *Params) { p.Corpus = short }, "pp16 exceeds the token-id corpus"},
 		{"missing corpus", func(p *Params) { p.Corpus = filepath.Join(dir, "nope.ids") }, "failed to open corpus ids file: " + filepath.Join(dir, "nope.ids")},
 		{"empty corpus", func(p *Params) { p.Corpus = empty }, "corpus ids file is empty: " + empty},
-		{"id outside vocab", func(p *Params) { p.Corpus = outside }, "outside the vocabulary [0,512)"},
+		{"id outside vocab", func(p *Params) { p.Corpus = outside }, "outside.ids: line 1: token 3: id 512 is outside the vocabulary [0,512)"},
+		{"default corpus missing", func(p *Params) { p.Corpus = DefaultCorpus }, "(the default --corpus: give --corpus PATH, or set NINFER_SOURCE_DIR"},
+		{"max-ctx over the model", func(p *Params) { p.MaxCtx = 100_000_000 }, "--max-ctx 100000000 exceeds the model's max_position_embeddings 4096"},
 		{"missing weights", func(p *Params) { p.Weights = filepath.Join(dir, "none.ninfer") }, "--weights " + filepath.Join(dir, "none.ninfer")},
 		{"cuda", func(p *Params) { p.Backend = "cuda" }, "no CUDA backend"},
 	}
+	t.Setenv("NINFER_SOURCE_DIR", "")
 	for _, c := range cases {
 		p := testParams(model, good)
 		c.mut(&p)

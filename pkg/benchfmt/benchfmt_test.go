@@ -401,7 +401,7 @@ func TestLineRoundTrip(t *testing.T) {
 func TestParseLineErrors(t *testing.T) {
 	cases := []struct{ in, want string }{
 		{`{"type":"rep"`, "not valid JSON"},
-		{`[1]`, "want object"},
+		{`[1]`, "top level: want object, got array"},
 		{`{"run_id":"x"}`, "type: missing"},
 		{`{"type":"test_end","run_id":"x","test_index":"0","label":"pp1","workspace_peak_bytes":0,"workspace_allocator_peak_bytes":0}`, "test_index: want integer, got string"},
 		{`{"type":"test_end","run_id":"x","test_index":0,"label":"pp1","workspace_peak_bytes":0}`, "workspace_allocator_peak_bytes: missing"},
@@ -409,7 +409,7 @@ func TestParseLineErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		_, err := ParseLine([]byte(c.in))
-		if err == nil || !strings.Contains(err.Error(), c.want) {
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.HasPrefix(err.Error(), ":") {
 			t.Errorf("ParseLine(%s) err = %v, want %q", c.in, err, c.want)
 		}
 	}

@@ -19,7 +19,11 @@ type decoder struct {
 }
 
 func (d *decoder) fail(path, format string, args ...any) {
-	if d.err == nil {
+	switch {
+	case d.err != nil:
+	case path == "": // the top-level value: no member name to show
+		d.err = fmt.Errorf("top level: %s", fmt.Sprintf(format, args...))
+	default:
 		d.err = fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...))
 	}
 }

@@ -4,6 +4,7 @@
 package cliutil
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -22,6 +23,12 @@ type UsageError struct{ Err error }
 func (e UsageError) Error() string { return e.Err.Error() }
 func (e UsageError) Unwrap() error { return e.Err }
 
+// ErrInterrupted marks a run stopped by SIGINT (exit status 130).
+var ErrInterrupted = errors.New("interrupted")
+
+// ExitInterrupted is the exit status of a run stopped by SIGINT (128+2).
+const ExitInterrupted = 130
+
 // Usagef returns a formatted usage error.
 func Usagef(f string, a ...any) error { return UsageError{fmt.Errorf(f, a...)} }
 
@@ -30,7 +37,7 @@ func Usagef(f string, a ...any) error { return UsageError{fmt.Errorf(f, a...)} }
 func Prepare(app *cli.App, stdout, stderr io.Writer) *cli.App {
 	app.Writer, app.ErrWriter = stdout, stderr
 	app.HideHelpCommand = true
-	app.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return UsageError{err} }
+	app.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return UsageError{FlagMessage(err)} }
 	app.ExitErrHandler = func(*cli.Context, error) {}
 	return app
 }
@@ -42,13 +49,65 @@ func Run(app *cli.App, args []string, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintf(stderr, "%s: %s\n", app.Name, strings.ReplaceAll(err.Error(), "\n", " "))
+	msg := UnknownFlagAsGiven(err.Error(), "flag provided but not defined: ", args)
+	fmt.Fprintf(stderr, "%s: %s\n", app.Name, strings.ReplaceAll(msg, "\n", " "))
+	if errors.Is(err, ErrInterrupted) || errors.Is(err, context.Canceled) {
+		return ExitInterrupted
+	}
 	var ue UsageError
 	if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "flag provided but not defined") ||
 		strings.HasPrefix(err.Error(), "Required flag") {
 		return 2
 	}
 	return 1
+}
+
+// FlagMessage rewrites the flag package's parse errors, which spell flags
+// with one dash ("invalid value \"x\" for flag -seed: parse error"), in the
+// tools' words: "--seed: invalid value \"x\"".
+func FlagMessage(err error) error {
+	msg := err.Error()
+	rest, ok := strings.CutPrefix(msg, "invalid value ")
+	if !ok {
+		return err
+	}
+	i := strings.LastIndex(rest, " for flag -")
+	if i < 0 {
+		return err
+	}
+	val, tail := rest[:i], rest[i+len(" for flag -"):]
+	flag, why, _ := strings.Cut(tail, ": ")
+	dashes := "--"
+	if len(flag) == 1 {
+		dashes = "-"
+	}
+	if why = strings.TrimSpace(why); why == "" || why == "parse error" {
+		return fmt.Errorf("%s%s: invalid value %s", dashes, flag, val)
+	}
+	return fmt.Errorf("%s%s: invalid value %s: %s", dashes, flag, val, why)
+}
+
+// UnknownFlagAsGiven rewrites "<prefix>-name", the flag package's spelling
+// of an unknown flag, with the spelling the user typed ("--name").
+func UnknownFlagAsGiven(msg, prefix string, args []string) string {
+	rest, ok := strings.CutPrefix(msg, prefix)
+	if !ok || !strings.HasPrefix(rest, "-") || strings.ContainsAny(rest, " \n") {
+		return msg
+	}
+	name := strings.TrimPrefix(rest, "-")
+	for i, a := range args {
+		if i == 0 {
+			continue
+		}
+		if a == "--" {
+			break
+		}
+		flag, _, _ := strings.Cut(a, "=")
+		if strings.HasPrefix(flag, "-") && strings.TrimLeft(flag, "-") == name {
+			return prefix + flag
+		}
+	}
+	return msg
 }
 
 // Args checks the positional argument count, as a usage error.
@@ -60,25 +119,89 @@ func Args(c *cli.Context, min, max int, what string) error {
 	return nil
 }
 
-// WriteFileAtomic writes data to path through a temporary file in the same
-// directory and a rename, creating parent directories.
-func WriteFileAtomic(path string, data []byte) error {
+// CheckOutputFile checks an output path before any work is done, so that a
+// long run does not end in "cannot write". Usage errors: a directory in the
+// way, and a bare format name (json, jsonl, md, csv, table), which is what
+// "-o json" means to ninfer-bench but a file name to the tools whose -o is
+// --output-file; formatHint (e.g. "--format %s", %s standing for the
+// name) says what to use instead.
+func CheckOutputFile(flag, path, formatHint string) error {
+	if path == "" {
+		return nil
+	}
+	switch path {
+	case "json", "jsonl", "md", "csv", "table":
+		if formatHint != "" {
+			return Usagef("%s %s: that is a format name, not a file; for the format use %s (for a file of that name: ./%s)",
+				flag, path, strings.ReplaceAll(formatHint, "%s", path), path)
+		}
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return Usagef("%s %s: is a directory (want a file path)", flag, path)
+	}
+	return nil
+}
+
+func writeInPlace(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: write: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("%s: close: %w", path, err)
+	}
+	return nil
+}
+
+// WriteFileAtomic writes data to path (mode 0644) through a synced temporary
+// file in the same directory and a rename, creating parent directories. On
+// failure nothing is left behind and an existing file is unchanged; errors
+// name path. An existing symbolic link, device or pipe (/dev/stdout) is
+// written through in place, not atomically.
+func WriteFileAtomic(path string, data []byte) (err error) {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s: is a directory", path)
+	}
+	if li, err := os.Lstat(path); err == nil && !li.Mode().IsRegular() {
+		// A symbolic link, device or pipe (/dev/stdout, /dev/null, a FIFO)
+		// is written through in place: a rename would replace the link or
+		// the device node itself.
+		return writeInPlace(path, data)
+	}
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+		return fmt.Errorf("%s: create parent directory: %w", path, err)
 	}
 	var b [6]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return err
 	}
-	tmp := path + ".tmp-" + hex.EncodeToString(b[:])
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		os.Remove(tmp)
-		return err
+	tmp := filepath.Join(dir, "."+filepath.Base(path)+".tmp-"+hex.EncodeToString(b[:]))
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		return fmt.Errorf("%s: write: %w", path, err)
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("%s: sync: %w", path, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("%s: close: %w", path, err)
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
 }

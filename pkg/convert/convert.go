@@ -149,6 +149,13 @@ func Convert(ctx context.Context, src, dst string, opts Options) (Result, error)
 			return Result{}, err
 		}
 	}
+	hasTokenizer := false
+	for i, r := range resources {
+		hasTokenizer = hasTokenizer || (r == hfdir.TokenizerFile && len(resData[i]) > 0)
+	}
+	if !hasTokenizer {
+		logf(opts.Log, "ninfer-convert: note: %s has no %s: the artifact runs on token ids only (ninfer-run --ids)\n", src, hfdir.TokenizerFile)
+	}
 	var total int64
 	for _, j := range jobs {
 		if err := plan.AddTensor(j.asg.Tensor.Name, j.asg.Tensor.Component, j.asg.Format, j.asg.Tensor.Shape); err != nil {

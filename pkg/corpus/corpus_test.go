@@ -16,15 +16,17 @@ func TestRead(t *testing.T) {
 	}{
 		{"1 2 3\n4\t5", 0, []int32{1, 2, 3, 4, 5}, ""},
 		{"  7\n\n 0 ", 10, []int32{7, 0}, ""},
-		{"1 x 3", 0, nil, `token 1: "x" is not`},
-		{"1 -2", 0, nil, `token 1: "-2"`},
-		{"1 2 10", 10, nil, "token 2: id 10 is outside the vocabulary [0,10)"},
-		{"3000000000", 0, nil, "token 0"},
+		{"5 6\r\n7\r\n", 10, []int32{5, 6, 7}, ""},
+		{"1 x 3", 0, nil, `c.ids: line 1: token 2: "x" is not a non-negative int32 id`},
+		{"1 -2", 0, nil, `c.ids: line 1: token 2: "-2" is not`},
+		{"1 2 10", 10, nil, "c.ids: line 1: token 3: id 10 is outside the vocabulary [0,10)"},
+		{"3000000000", 0, nil, `c.ids: line 1: token 1: "3000000000"`},
+		{"1 2\r\n\n3 4 10\n", 10, nil, "c.ids: line 3: token 3: id 10 is outside"},
 	}
 	for _, c := range cases {
 		got, err := Read(strings.NewReader(c.in), "c.ids", c.vocab)
 		if c.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+			if err == nil || !strings.HasPrefix(err.Error(), c.wantErr) {
 				t.Errorf("Read(%q) error = %v, want %q", c.in, err, c.wantErr)
 			}
 			continue

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ninfer/ninfer/pkg/benchfmt"
+	"github.com/ninfer/ninfer/pkg/cliutil"
 )
 
 // Input is everything read from a set of files: aggregated runs (from
@@ -31,7 +32,15 @@ func ReadFiles(names []string, stdin io.Reader) (*Input, error) {
 	in := &Input{}
 	c := NewCollector()
 	var docs []Run
+	seen := make(map[string]bool, len(names))
 	for _, name := range names {
+		// The same input twice would count its reps twice (a document's
+		// run_id is its file name, so nothing else would notice).
+		if key := filepath.Clean(name); seen[key] {
+			return nil, fmt.Errorf("%s is given twice", name)
+		} else {
+			seen[key] = true
+		}
 		data, err := readNamed(name, stdin)
 		if err != nil {
 			return nil, err
@@ -62,6 +71,16 @@ func ReadFiles(names []string, stdin io.Reader) (*Input, error) {
 		in.Warnings = append(in.Warnings, r.Warnings...)
 	}
 	in.Runs = append(runs, docs...)
+	if len(in.Runs) == 0 {
+		shown := make([]string, len(names))
+		for i, n := range names {
+			shown[i] = n
+			if n == "-" {
+				shown[i] = "<stdin>"
+			}
+		}
+		return in, fmt.Errorf("no run in %s (empty, or not ninfer-bench output: want its JSON lines or a schema-15 document)", strings.Join(shown, ", "))
+	}
 	return in, nil
 }
 
@@ -144,39 +163,6 @@ func (in *Input) Select(id string) ([]Run, error) {
 	return nil, fmt.Errorf("no run %q in the input (runs: %v)", id, ids)
 }
 
-// WriteFileAtomic writes data to path through a temporary file in the same
-// directory and a rename, creating missing parent directories.
-func WriteFileAtomic(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create directory for %s: %w", path, err)
-	}
-	f, err := os.CreateTemp(dir, ".ninfer-report-*.tmp")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			os.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("sync %s: %w", path, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", path, err)
-	}
-	if err = os.Chmod(tmp, 0o644); err != nil {
-		return fmt.Errorf("chmod %s: %w", path, err)
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("rename into %s: %w", path, err)
-	}
-	return nil
-}
+// WriteFileAtomic writes data to path atomically (cliutil.WriteFileAtomic:
+// temp file + rename, parents created, mode 0644).
+func WriteFileAtomic(path string, data []byte) error { return cliutil.WriteFileAtomic(path, data) }

@@ -52,6 +52,9 @@ func NewLineReader(r io.Reader, name string, ids bool) *LineReader {
 	return &LineReader{sc: sc, name: name, ids: ids}
 }
 
+// Name is the label given to NewLineReader ("stdin", a file name).
+func (l *LineReader) Name() string { return l.name }
+
 // Next returns the next prompt, or io.EOF after the last.
 func (l *LineReader) Next() (Input, error) {
 	for l.sc.Scan() {

@@ -177,6 +177,11 @@ func Open(o Options) (r *Runner, err error) {
 	}
 	cfg := r.w.Config()
 	r.vocab = cfg.VocabSize
+	// Checked before the engine allocates the KV cache for it (a huge
+	// --max-ctx would otherwise allocate first and fail, or succeed, later).
+	if mp := cfg.MaxPositionEmbeddings; o.MaxContext > 0 && mp > 0 && o.MaxContext > mp {
+		return r, fmt.Errorf("--max-ctx %d exceeds the model's max_position_embeddings %d (%s)", o.MaxContext, mp, o.Weights)
+	}
 	if err = r.loadTokenizer(); err != nil {
 		return r, err
 	}

@@ -530,6 +530,9 @@ func TestOpenErrors(t *testing.T) {
 		{"kv", Options{Weights: path, KVDtype: "int4"}, "int4"},
 		{"sampling", Options{Weights: path, Sampling: sample.Config{TopP: 2}}, "top_p"},
 		{"backend", Options{Weights: path, Backend: "tpu"}, "tpu"},
+		// Refused before the engine allocates a KV cache for it.
+		{"max-ctx over the model", Options{Weights: path, MaxContext: 4097}, "--max-ctx 4097 exceeds the model's max_position_embeddings 4096"},
+		{"max-ctx huge", Options{Weights: path, MaxContext: 100_000_000}, "--max-ctx 100000000 exceeds the model's max_position_embeddings 4096"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := Open(tc.o)
