@@ -15,11 +15,21 @@ var (
 )
 
 // ReservationError is the refusal of resolve_kv_capacity; its text is the
-// reference's.
-type ReservationError struct{ Required, Available int64 }
+// reference's, followed (in auto mode) by where the available figure comes
+// from, so a negative budget is not a puzzle.
+type ReservationError struct {
+	Required, Available int64
+	// AfterWeights and Headroom are set in auto mode: Available =
+	// AfterWeights − Headroom.
+	AfterWeights, Headroom int64
+}
 
 func (e *ReservationError) Error() string {
-	return fmt.Sprintf("requested Engine runtime reservation requires %d bytes, but only %d bytes are available for runtime capacity", e.Required, e.Available)
+	msg := fmt.Sprintf("requested Engine runtime reservation requires %d bytes, but only %d bytes are available for runtime capacity", e.Required, e.Available)
+	if e.Headroom > 0 {
+		msg += fmt.Sprintf(" (%d bytes after the weights minus the %d-byte auto-capacity headroom; --headroom changes it)", e.AfterWeights, e.Headroom)
+	}
+	return msg
 }
 
 // Is makes errors.Is(err, ErrReservationTooLarge) true.
@@ -204,7 +214,7 @@ func resolve(c qwen35.Config, o Options, A int64) (Resolution, error) {
 		r.HeadroomBytes = o.HeadroomBytes
 		budget = A - o.HeadroomBytes
 		if budget < r.MinimumReservationBytes {
-			return r, &ReservationError{r.MinimumReservationBytes, budget}
+			return r, &ReservationError{r.MinimumReservationBytes, budget, A, o.HeadroomBytes}
 		}
 		r.Pages = r.MinPages
 		if r.IncrementBytes > 0 {
@@ -213,7 +223,7 @@ func resolve(c qwen35.Config, o Options, A int64) (Resolution, error) {
 	}
 	r.ReservationBytes = r.MinimumReservationBytes + (r.Pages-r.MinPages)*r.IncrementBytes
 	if r.ReservationBytes > budget {
-		return r, &ReservationError{r.ReservationBytes, budget}
+		return r, &ReservationError{r.ReservationBytes, budget, A, r.HeadroomBytes}
 	}
 	r.PlannedSlackBytes = A - r.ReservationBytes
 	return r, nil
@@ -232,7 +242,7 @@ func largestContext(c qwen35.Config, o Options, A, limit int64) (int64, error) {
 	}
 	if !fits(1) {
 		need, _ := reservationAt(c, o, PageTokens, 1)
-		return 0, &ReservationError{need, budget}
+		return 0, &ReservationError{need, budget, A, o.HeadroomBytes}
 	}
 	lo, hi := int64(1), limit/PageTokens // fits(lo) holds
 	if hi < 1 {

@@ -414,7 +414,7 @@ func TestAutoRefusal(t *testing.T) {
 		t.Fatalf("auto refusal: %v", err)
 	}
 	want := "requested Engine runtime reservation requires "
-	if !strings.HasPrefix(err.Error(), want) || !strings.HasSuffix(err.Error(), "but only 524288000 bytes are available for runtime capacity") {
+	if !strings.HasPrefix(err.Error(), want) || !strings.HasSuffix(err.Error(), "but only 524288000 bytes are available for runtime capacity (1598029824 bytes after the weights minus the 1073741824-byte auto-capacity headroom; --headroom changes it)") {
 		t.Errorf("message %q", err)
 	}
 	o = seedOptions()
