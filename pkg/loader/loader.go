@@ -79,9 +79,16 @@ const (
 	BackendCUDA = "cuda"
 )
 
+// MaxThreads bounds --threads: each thread is a pthread with its own kernel
+// scratch, so a typo like 100000 must not start that many.
+const MaxThreads = 1024
+
 // NewBackend returns the named backend: auto = CUDA when built in and a
 // device is present, else CPU.
 func NewBackend(name string, threads int) (backend.Backend, string, error) {
+	if threads < 0 || threads > MaxThreads {
+		return nil, "", fmt.Errorf("--threads %d is outside [0, %d] (0 = all cores)", threads, MaxThreads)
+	}
 	switch name {
 	case "", BackendAuto, BackendCPU:
 		cpu, err := backend.NewCPU(backend.CPUOptions{Threads: threads})
