@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ninfer/ninfer/pkg/backend"
+	"github.com/ninfer/ninfer/pkg/qwen35"
 )
 
 // stepper allocates workspace views for one step and remembers the first
@@ -87,28 +88,38 @@ func (s *Sequence) step(T, from int, dst []float32, outSlot int) error {
 
 // attention is the gated full-attention mixer; it adds o_proj(...) into x.
 func (s *Sequence) attention(p *stepper, ly *layer, x, xn backend.Tensor, T int) {
-	be, c := s.e.be, s.e.cfg
+	c := s.e.cfg
+	nh, nkv, hd := c.NumAttentionHeads, c.NumKeyValueHeads, c.HeadDim
+	b := attnBuffers{qg: p.dense(T, 2*nh*hd), q: p.dense(T, nh*hd), k: p.dense(T, nkv*hd), v: p.dense(T, nkv*hd), att: p.dense(T, nh*hd)}
+	gatedAttention(s.e.be, c, ly, x, xn, T, b, s.kv[ly.index], s.pos)
+}
+
+// attnBuffers are the step activations of one gated attention layer:
+// qg [T, 2·nh·hd], q and att [T, nh·hd], k and v [T, nkv·hd].
+type attnBuffers struct{ qg, q, k, v, att backend.Tensor }
+
+// gatedAttention is qwen35.md §3.2 over the paged cache kv at positions pos:
+// q_proj → (q | gate) per head, q_norm, k_norm, partial RoPE, KV append,
+// causal GQA attention (scale hd^−½), ⊙ σ(gate), and x += o_proj(·).
+func gatedAttention(be backend.Backend, c qwen35.Config, ly *layer, x, xn backend.Tensor, T int, b attnBuffers, kv backend.KVLayer, pos backend.View) {
 	nh, nkv, hd := c.NumAttentionHeads, c.NumKeyValueHeads, c.HeadDim
 	eps := float32(c.RMSNormEps)
-	qg := p.dense(T, 2*nh*hd)
-	q, k, v, att := p.dense(T, nh*hd), p.dense(T, nkv*hd), p.dense(T, nkv*hd), p.dense(T, nh*hd)
-	be.MatMul(qg, xn, ly.q, false)
-	be.MatMul(k, xn, ly.k, false)
-	be.MatMul(v, xn, ly.v, false)
-	qh := backend.Heads(q.View, T, nh, hd)
-	kh := backend.Heads(k.View, T, nkv, hd)
-	vh := backend.Heads(v.View, T, nkv, hd)
-	ah := backend.Heads(att.View, T, nh, hd)
+	be.MatMul(b.qg, xn, ly.q, false)
+	be.MatMul(b.k, xn, ly.k, false)
+	be.MatMul(b.v, xn, ly.v, false)
+	qh := backend.Heads(b.q.View, T, nh, hd)
+	kh := backend.Heads(b.k.View, T, nkv, hd)
+	vh := backend.Heads(b.v.View, T, nkv, hd)
+	ah := backend.Heads(b.att.View, T, nh, hd)
 	// q_proj rows are head-interleaved [query(hd) | gate(hd)].
-	be.RMSNorm(qh, qg.Split(0, nh, hd, 2*hd), ly.qNorm, eps, true)
+	be.RMSNorm(qh, b.qg.Split(0, nh, hd, 2*hd), ly.qNorm, eps, true)
 	be.RMSNorm(kh, kh, ly.kNorm, eps, true)
-	be.RoPE(qh, s.pos, c.RotaryDim(), c.RopeTheta)
-	be.RoPE(kh, s.pos, c.RotaryDim(), c.RopeTheta)
-	kv := s.kv[ly.index]
-	be.KVAppend(kv, kh, vh, s.pos)
-	be.Attention(ah, qh, kv, s.pos, invSqrt(hd))
-	be.SigmoidMul(ah, ah, qg.Split(hd, nh, hd, 2*hd))
-	be.MatMul(x, att, ly.o, true)
+	be.RoPE(qh, pos, c.RotaryDim(), c.RopeTheta)
+	be.RoPE(kh, pos, c.RotaryDim(), c.RopeTheta)
+	be.KVAppend(kv, kh, vh, pos)
+	be.Attention(ah, qh, kv, pos, invSqrt(hd))
+	be.SigmoidMul(ah, ah, b.qg.Split(hd, nh, hd, 2*hd))
+	be.MatMul(x, b.att, ly.o, true)
 }
 
 // gdn is the Gated DeltaNet mixer; it adds out_proj(...) into x.

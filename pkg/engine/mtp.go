@@ -584,24 +584,9 @@ func (ms *MTPSequence) step(h backend.Tensor, ids []int32, pos0 int, draft bool)
 // attention is the MTP layer's gated full attention over its own KV cache;
 // it adds o_proj(...) into x.
 func (ms *MTPSequence) attention(ly *layer, x, xn backend.Tensor, T int) {
-	be, c, wv := ms.m.e.be, ms.m.e.cfg, &ms.m.wv
+	c, wv := ms.m.e.cfg, &ms.m.wv
 	nh, nkv, hd := c.NumAttentionHeads, c.NumKeyValueHeads, c.HeadDim
-	eps := float32(c.RMSNormEps)
-	qg := backend.Dense(wv.qg, T, 2*nh*hd)
-	q, k, v, att := backend.Dense(wv.q, T, nh*hd), backend.Dense(wv.k, T, nkv*hd), backend.Dense(wv.v, T, nkv*hd), backend.Dense(wv.att, T, nh*hd)
-	be.MatMul(qg, xn, ly.q, false)
-	be.MatMul(k, xn, ly.k, false)
-	be.MatMul(v, xn, ly.v, false)
-	qh := backend.Heads(q.View, T, nh, hd)
-	kh := backend.Heads(k.View, T, nkv, hd)
-	vh := backend.Heads(v.View, T, nkv, hd)
-	ah := backend.Heads(att.View, T, nh, hd)
-	be.RMSNorm(qh, qg.Split(0, nh, hd, 2*hd), ly.qNorm, eps, true)
-	be.RMSNorm(kh, kh, ly.kNorm, eps, true)
-	be.RoPE(qh, ms.pos, c.RotaryDim(), c.RopeTheta)
-	be.RoPE(kh, ms.pos, c.RotaryDim(), c.RopeTheta)
-	be.KVAppend(ms.kv, kh, vh, ms.pos)
-	be.Attention(ah, qh, ms.kv, ms.pos, invSqrt(hd))
-	be.SigmoidMul(ah, ah, qg.Split(hd, nh, hd, 2*hd))
-	be.MatMul(x, att, ly.o, true)
+	b := attnBuffers{qg: backend.Dense(wv.qg, T, 2*nh*hd), q: backend.Dense(wv.q, T, nh*hd),
+		k: backend.Dense(wv.k, T, nkv*hd), v: backend.Dense(wv.v, T, nkv*hd), att: backend.Dense(wv.att, T, nh*hd)}
+	gatedAttention(ms.m.e.be, c, ly, x, xn, T, b, ms.kv, ms.pos)
 }
