@@ -52,11 +52,7 @@ func (s *Sequence) step(T, from int, dst []float32, outSlot int) error {
 		}
 		e.ws.Release(m)
 		be.RMSNorm(xn, x, ly.postNorm, eps, true)
-		g, u := p.dense(T, c.IntermediateSize), p.dense(T, c.IntermediateSize)
-		be.MatMul(g, xn, ly.gate, false)
-		be.MatMul(u, xn, ly.up, false)
-		be.SwiGLU(g, g, u)
-		be.MatMul(x, g, ly.down, true)
+		swigluMLP(be, ly, x, xn, p.dense(T, c.IntermediateSize), p.dense(T, c.IntermediateSize))
 		e.ws.Release(m)
 	}
 	if dst != nil {
@@ -92,6 +88,15 @@ func (s *Sequence) attention(p *stepper, ly *layer, x, xn backend.Tensor, T int)
 	nh, nkv, hd := c.NumAttentionHeads, c.NumKeyValueHeads, c.HeadDim
 	b := attnBuffers{qg: p.dense(T, 2*nh*hd), q: p.dense(T, nh*hd), k: p.dense(T, nkv*hd), v: p.dense(T, nkv*hd), att: p.dense(T, nh*hd)}
 	gatedAttention(s.e.be, c, ly, x, xn, T, b, s.kv[ly.index], s.pos)
+}
+
+// swigluMLP adds down(SiLU(gate(xn)) ⊙ up(xn)) into x, using g and u
+// ([T, intermediate]) as scratch.
+func swigluMLP(be backend.Backend, ly *layer, x, xn, g, u backend.Tensor) {
+	be.MatMul(g, xn, ly.gate, false)
+	be.MatMul(u, xn, ly.up, false)
+	be.SwiGLU(g, g, u)
+	be.MatMul(x, g, ly.down, true)
 }
 
 // attnBuffers are the step activations of one gated attention layer:
