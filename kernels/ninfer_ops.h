@@ -89,10 +89,10 @@ int ni_embed(ni_ctx *c, const ni_weight *w, const int32_t *ids, ni_rows out);
 
 /* Matmul Y[T,N] = X[T,K] · W[N,K]ᵀ (+ Y when accumulate), any weight format.
  * x: t=T, h=1, d=K; y: t=T, h=1, d=N. Three regimes: T=1 GEMV, small T
- * (≤ NI_SMALL_T: for q4–q8 and bf16 on AVX2 a fused multi-token GEMV that
- * decodes each weight group once in registers for a block of up to 4
- * tokens, bit-identical per token to the T=1 GEMV; otherwise one decoded
- * row reused across T), large T (decoded tile of rows × token blocks). */
+ * (≤ NI_SMALL_T: for q4–q8, bf16, nvfp4 and fp8-row on AVX2 a fused
+ * multi-token GEMV that decodes each weight block once in registers for a
+ * block of up to 4 tokens, bit-identical per token to the T=1 GEMV;
+ * otherwise one decoded row reused across T), large T (decoded tile of rows × token blocks). */
 #define NI_SMALL_T 16
 void ni_matmul(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accumulate);
 

@@ -78,6 +78,35 @@ void ni_dot_groups_multi_avx2(int bits, const uint8_t *base, const uint8_t *high
                               int64_t ngroups, const float *x, int64_t ldx, int nt, float *out);
 /* Likewise for a bf16 row: out[j] bit-identical to ni_dot_bf16_avx2(w, x + j·ldx, n). */
 void ni_dot_bf16_multi_avx2(const uint16_t *w, const float *x, int64_t ldx, int64_t n, int nt, float *out);
+/* nvfp4 / fp8-row fused GEMV for nt ∈ [1, NI_MT_TOKENS] token rows x + j·ldx
+ * (avx2_fp.c); token j's result is bit-identical for every nt.
+ * nvfp4: one row of ngroups = K/64 groups, codes = the row's K/2 code bytes,
+ * scales = its first block-scale byte (group g's 4 bytes at scales + 512·g),
+ * div = the weight divisor d_w. fp8: the row's k codes and its bf16 scale. */
+void ni_dot_nvfp4_multi_avx2(const uint8_t *codes, const uint8_t *scales, int64_t ngroups, float div,
+                             const float *x, int64_t ldx, int nt, float *out);
+void ni_dot_fp8row_multi_avx2(const uint8_t *codes, float scale, int64_t k, const float *x, int64_t ldx, int nt,
+                              float *out);
+
+/* Large-T GEMM (avx2_gemm.c): Y tiles of NI_GEMM_MR tokens × NI_GEMM_NR
+ * columns from token rows read in place and a packed weight panel wp[kc][NR]
+ * (32-byte aligned). weights.c (mm_gemm) blocks K by NI_GEMM_KC, decodes a
+ * task's weights NI_GEMM_NC rows at a time and sweeps NI_GEMM_MC-token
+ * blocks over each panel. */
+#define NI_GEMM_MR 6
+#define NI_GEMM_NR 16
+#define NI_GEMM_KC 256
+#define NI_GEMM_NC 128
+#define NI_GEMM_MC 96
+/* dst[k·NR + r] = src[r·lds + k] for r < nr (columns nr..NR−1 zero), k < kc. */
+void ni_gemm_pack_w_avx2(const float *src, int64_t lds, int nr, int64_t kc, float *dst);
+/* c[i·ldc + j] (+ c when acc) = Σ_k x[i·ldx + k] · wp[k·NR + j] for i < mr ≤ MR,
+ * j < nr ≤ NR, k < kc, each sum in sub-blocks of ks ∈ {8, 16, 32, 64} k steps
+ * added in order; ni_gemm_ks(K) picks ks (≤ K/8, so no FMA chain is longer
+ * than the old route's 8-lane dot). */
+void ni_gemm_6x16_avx2(const float *x, int64_t ldx, const float *wp, int64_t kc, int ks, float *c, int64_t ldc,
+                       int mr, int nr, int acc);
+int ni_gemm_ks(int64_t k);
 
 static inline float ni_bf16(uint16_t h) {
     uint32_t u = (uint32_t)h << 16;

@@ -237,6 +237,7 @@ typedef struct {
     ni_rows x, y;
     int acc, rows_per_task;
     int rowdecode; /* small T: legacy decode-row-then-dot route (NINFER_CPU_SMALLT=decode) */
+    int gemm;      /* large T: packed-panel GEMM (mm_gemm); 0 = row tile route (NINFER_CPU_LARGET=tile) */
 } mm_args;
 
 static inline void mm_store(const mm_args *a, int64_t t, int64_t n, float v) {
@@ -255,6 +256,39 @@ static inline const float *mm_row(const mm_args *a, int64_t n, float *buf) {
     }
     decode_row_isa(a->c->isa, w, n, buf);
     return buf;
+}
+
+/* nvfp4 / fp8-row on AVX2 (avx2_fp.c): fused decode + dot of row n against
+ * nt ≤ NI_MT_TOKENS token rows x + j·ld, for the T = 1 GEMV (nt = 1) and
+ * small T; a token's value does not depend on nt. rowdecode (NINFER_CPU_FPGEMV
+ * or NINFER_CPU_SMALLT = decode) selects the old decode-row route. */
+static inline int mm_fp_fused(const mm_args *a) {
+    return a->c->isa == NI_ISA_AVX2 && !a->rowdecode && (a->w->fmt == NI_W_NVFP4 || a->w->fmt == NI_W_FP8ROW);
+}
+
+static void mm_fp_row(const ni_weight *w, int64_t n, const float *x, int64_t ld, int nt, float *out) {
+    int64_t K = w->k;
+    if (w->fmt == NI_W_NVFP4) {
+        int64_t rt = n / 128, ri = n % 128;
+        const uint8_t *sc = w->data + w->scale_off + rt * (K / 64) * 512 + (ri % 32) * 16 + (ri / 32) * 4;
+        float d;
+        memcpy(&d, w->data + w->div_off, 4);
+        ni_dot_nvfp4_multi_avx2(w->data + n * (K / 2), sc, K / 64, d, x, ld, nt, out);
+        return;
+    }
+    const uint8_t *sp = w->data + w->scale_off + 2 * n;
+    ni_dot_fp8row_multi_avx2(w->data + n * K, ni_bf16((uint16_t)(sp[0] | (sp[1] << 8))), K, x, ld, nt, out);
+}
+
+static void mm_small_fp(const mm_args *a, int64_t n0, int64_t n1) {
+    int64_t T = a->x.t, ld = a->x.ld;
+    float out[NI_MT_TOKENS];
+    for (int64_t n = n0; n < n1; n++)
+        for (int64_t t0 = 0; t0 < T; t0 += NI_MT_TOKENS) {
+            int nt = (int)(T - t0 < NI_MT_TOKENS ? T - t0 : NI_MT_TOKENS);
+            mm_fp_row(a->w, n, a->x.p + t0 * ld, ld, nt, out);
+            for (int j = 0; j < nt; j++) mm_store(a, t0 + j, n, out[j]);
+        }
 }
 
 /* Small T, grouped-integer (AVX2) or bf16 weights: fused multi-token GEMV.
@@ -299,6 +333,96 @@ static void mm_small_fused(const mm_args *a, int64_t n0, int64_t n1, int tid) {
     }
 }
 
+/* Large T on AVX2 (every format): register-blocked GEMM (avx2_gemm.c). For
+ * each NI_GEMM_NC-row block of the task and each NI_GEMM_KC slice of K, the
+ * block's rows are decoded once and transposed into NI_GEMM_NR-column panels
+ * [kc][NR] (128 KiB, L2); then each NI_GEMM_MC-token block is swept over
+ * each panel (16 KiB, L1) by the 6×16 micro-kernel, which reads the token
+ * rows in place and adds its tile into y (the first slice stores unless
+ * accumulating). NINFER_CPU_LARGET=tile selects the old row-tile route. */
+static int mm_gemm_ok(const mm_args *a) {
+    int f = a->w->fmt;
+    return a->gemm && a->c->isa == NI_ISA_AVX2 && a->x.t > NI_SMALL_T &&
+           (f == NI_W_F32 || f == NI_W_BF16 || f == NI_W_Q4 || f == NI_W_Q5 || f == NI_W_Q6 || f == NI_W_Q8 ||
+            f == NI_W_NVFP4 || f == NI_W_FP8ROW);
+}
+
+/* Decodes columns [k0, k0 + kc) of row n to out (k0 a multiple of the
+ * group; for nvfp4 kc is a multiple of 16 since K % 64 == 0), with the same
+ * arithmetic as decode_row_isa. */
+static void decode_slice(const ni_weight *w, int64_t n, int64_t k0, int64_t kc, float *out) {
+    int64_t K = w->k;
+    if (w->fmt == NI_W_BF16) {
+        ni_bf16_to_f32_row(NI_ISA_AVX2, (const uint16_t *)(w->data + (n * K + k0) * 2), out, kc);
+        return;
+    }
+    if (w->fmt == NI_W_FP8ROW) {
+        const uint8_t *codes = w->data + n * K + k0, *sp = w->data + w->scale_off + 2 * n;
+        float s = ni_bf16((uint16_t)(sp[0] | (sp[1] << 8)));
+        for (int64_t i = 0; i < kc; i++) out[i] = g_e4m3[codes[i]] * s;
+        return;
+    }
+    if (w->fmt == NI_W_NVFP4) {
+        const uint8_t *codes = w->data + n * (K / 2);
+        int64_t rt = n / 128, ri = n % 128, kt = K / 64;
+        const uint8_t *sc = w->data + w->scale_off + rt * kt * 512 + (ri % 32) * 16 + (ri / 32) * 4;
+        for (int64_t g = k0 / 16; g < (k0 + kc) / 16; g++) {
+            float s = g_e4m3[sc[(g / 4) * 512 + g % 4]] * w->inv_div;
+            float *o = out + (g * 16 - k0);
+            for (int i = 0; i < 16; i += 2) {
+                uint8_t b = codes[(g * 16 + i) >> 1];
+                o[i] = g_e2m1[b & 15] * s;
+                o[i + 1] = g_e2m1[b >> 4] * s;
+            }
+        }
+        return;
+    }
+    for (int64_t c0 = k0; c0 < k0 + kc; c0 += w->group) {
+        int cnt = (int)(K - c0 < w->group ? K - c0 : w->group);
+        decode_group_int(NI_ISA_AVX2, w, n * w->gpr + c0 / w->group, cnt, out + (c0 - k0));
+    }
+}
+
+static void mm_gemm(const mm_args *a, int64_t n0, int64_t n1, int tid) {
+    const ni_weight *w = a->w;
+    int64_t K = w->k, T = a->x.t, ldx = a->x.ld, ldy = a->y.ld;
+    int ks = ni_gemm_ks(K);
+    /* scratch: packed weight panels, then decoded row slices */
+    float *wp = ni_tmp(a->c, tid, NI_GEMM_NC * NI_GEMM_KC + NI_GEMM_NR * NI_GEMM_KC);
+    float *dec = wp + NI_GEMM_NC * NI_GEMM_KC;
+    for (int64_t nb = n0; nb < n1; nb += NI_GEMM_NC) {
+        int64_t nn = n1 - nb < NI_GEMM_NC ? n1 - nb : NI_GEMM_NC;
+        int npan = (int)((nn + NI_GEMM_NR - 1) / NI_GEMM_NR);
+        for (int64_t k0 = 0; k0 < K; k0 += NI_GEMM_KC) {
+            int64_t kc = K - k0 < NI_GEMM_KC ? K - k0 : NI_GEMM_KC;
+            for (int p = 0; p < npan; p++) {
+                int64_t r0 = nb + (int64_t)p * NI_GEMM_NR;
+                int nr = (int)(nb + nn - r0 < NI_GEMM_NR ? nb + nn - r0 : NI_GEMM_NR);
+                float *dst = wp + (int64_t)p * NI_GEMM_NR * NI_GEMM_KC;
+                if (w->fmt == NI_W_F32) {
+                    ni_gemm_pack_w_avx2((const float *)(w->data + (r0 * K + k0) * 4), K, nr, kc, dst);
+                    continue;
+                }
+                for (int r = 0; r < nr; r++) decode_slice(w, r0 + r, k0, kc, dec + r * kc);
+                ni_gemm_pack_w_avx2(dec, kc, nr, kc, dst);
+            }
+            int acc = a->acc || k0 > 0;
+            for (int64_t tb = 0; tb < T; tb += NI_GEMM_MC) {
+                int64_t te = T - tb < NI_GEMM_MC ? T : tb + NI_GEMM_MC;
+                for (int p = 0; p < npan; p++) {
+                    int64_t r0 = nb + (int64_t)p * NI_GEMM_NR;
+                    int nr = (int)(nb + nn - r0 < NI_GEMM_NR ? nb + nn - r0 : NI_GEMM_NR);
+                    for (int64_t t0 = tb; t0 < te; t0 += NI_GEMM_MR) {
+                        int mr = (int)(te - t0 < NI_GEMM_MR ? te - t0 : NI_GEMM_MR);
+                        ni_gemm_6x16_avx2(a->x.p + t0 * ldx + k0, ldx, wp + (int64_t)p * NI_GEMM_NR * NI_GEMM_KC, kc,
+                                          ks, a->y.p + t0 * ldy + r0, ldy, mr, nr, acc);
+                    }
+                }
+            }
+        }
+    }
+}
+
 static void mm_task(void *a_, int task, int tid) {
     mm_args *a = (mm_args *)a_;
     const ni_weight *w = a->w;
@@ -322,12 +446,18 @@ static void mm_task(void *a_, int task, int tid) {
                     decode_group_int(isa, w, gi + full, cnt, buf);
                     v += ni_dot(isa, buf, x + full * w->group, cnt);
                 }
+            } else if (mm_fp_fused(a)) {
+                mm_fp_row(w, n, x, 0, 1, &v);
             } else {
                 decode_row_isa(isa, w, n, buf);
                 v = ni_dot(isa, buf, x, K);
             }
             mm_store(a, 0, n, v);
         }
+        return;
+    }
+    if (T <= NI_SMALL_T && mm_fp_fused(a)) {
+        mm_small_fp(a, n0, n1);
         return;
     }
     if (T <= NI_SMALL_T && !a->rowdecode && ((isa == NI_ISA_AVX2 && w->bits) || w->fmt == NI_W_BF16)) {
@@ -342,7 +472,12 @@ static void mm_task(void *a_, int task, int tid) {
         }
         return;
     }
-    /* large T: decode a tile of MM_TILE_LARGE rows once, sweep all tokens
+    if (mm_gemm_ok(a)) {
+        mm_gemm(a, n0, n1, tid);
+        return;
+    }
+    /* large T, old route (NINFER_CPU_LARGET=tile, and the scalar ISA):
+     * decode a tile of MM_TILE_LARGE rows once, sweep all tokens
      * over it in blocks of 4 (one weight load feeds 4 FMAs) */
     int64_t rt = 65536 / K; /* keep the decoded tile ≤ 256 KiB (L2) */
     if (rt < 4) rt = 4;
@@ -371,9 +506,22 @@ void ni_matmul(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accumula
     per = (per + MM_TILE - 1) / MM_TILE * MM_TILE;
     if (per < MM_TILE) per = MM_TILE;
     mm_args a = {c, w, x, y, accumulate, (int)per, 0};
+    if (x.t > NI_SMALL_T) { /* comparison switch for the old large-T route */
+        const char *e = getenv("NINFER_CPU_LARGET");
+        a.gemm = !(e && strcmp(e, "tile") == 0);
+        if (mm_gemm_ok(&a)) { /* whole 16-column panels per task */
+            per = (w->n + (int64_t)c->threads * 8 - 1) / ((int64_t)c->threads * 8);
+            per = (per + NI_GEMM_NR - 1) / NI_GEMM_NR * NI_GEMM_NR;
+            a.rows_per_task = (int)per;
+        }
+    }
     if (x.t > 1 && x.t <= NI_SMALL_T) { /* comparison switch for the old small-T route */
         const char *e = getenv("NINFER_CPU_SMALLT");
         a.rowdecode = e && strcmp(e, "decode") == 0;
+    }
+    if (x.t <= NI_SMALL_T && (w->fmt == NI_W_NVFP4 || w->fmt == NI_W_FP8ROW)) { /* old nvfp4/fp8 route, T = 1..16 */
+        const char *e = getenv("NINFER_CPU_FPGEMV");
+        if (e && strcmp(e, "decode") == 0) a.rowdecode = 1;
     }
     ni_parallel(c, (int)((w->n + per - 1) / per), mm_task, &a, w->n * w->k * (int64_t)x.t);
 }

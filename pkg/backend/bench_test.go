@@ -4,15 +4,21 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/ninfer/ninfer/pkg/format"
 )
 
 // BenchmarkMatMul measures Y = X·Wᵀ for a [4096,4096] weight per format at
 // T=1 (GEMV, bandwidth-bound), the small-T sizes of speculative verify and
-// short prefills (2, 3, 4, 8, 16) and T=64 (blocked GEMM), reporting weight
-// GB/s and GFLOP/s. Small T runs twice, side by side: route=fused (the
-// default kernels) and route=decode (the old decode-row-then-dot route,
-// NINFER_CPU_SMALLT=decode). Run: go test -run - -bench MatMul ./pkg/backend/
-// (one format: -bench 'MatMul/q8_g32_fp16/').
+// short prefills (2, 3, 4, 8, 16) and the prefill sizes 64, 256, 1024
+// (large-T GEMM), reporting weight GB/s and GFLOP/s. Small T runs twice,
+// side by side: route=fused (the default kernels) and route=decode (the old
+// decode-row-then-dot route, NINFER_CPU_SMALLT=decode); large T likewise:
+// route=gemm (the packed-panel GEMM) and route=tile (the old row-tile route,
+// NINFER_CPU_LARGET=tile). nvfp4 and fp8-row run T=1 side by side too
+// (route=decode sets NINFER_CPU_FPGEMV=decode: the old table decode). Run: go test -run - -bench MatMul ./pkg/backend/
+// (one format: -bench 'MatMul/q8_g32_fp16/'; prefill only:
+// -bench 'MatMul/.*/T=(64|256|1024)/' -benchtime 3x).
 func BenchmarkMatMul(b *testing.B) {
 	const n, k = 4096, 4096
 	r := rand.New(rand.NewPCG(1, 2))
@@ -36,9 +42,12 @@ func BenchmarkMatMul(b *testing.B) {
 			route string
 		}
 		var runs []run
-		for _, T := range []int{1, 2, 3, 4, 8, 16, 64} {
-			if T > 1 && T <= SmallTForTest {
+		for _, T := range []int{1, 2, 3, 4, 8, 16, 64, 256, 1024} {
+			fpFused := (f == format.NVFP4 || f == format.FP8Row) && T == 1 // fused GEMV vs NINFER_CPU_FPGEMV=decode
+			if (T > 1 && T <= SmallTForTest) || fpFused {
 				runs = append(runs, run{T, "fused"}, run{T, "decode"})
+			} else if T > SmallTForTest {
+				runs = append(runs, run{T, "gemm"}, run{T, "tile"})
 			} else {
 				runs = append(runs, run{T, ""})
 			}
@@ -49,8 +58,12 @@ func BenchmarkMatMul(b *testing.B) {
 				name += "/route=" + rn.route
 			}
 			b.Run(name, func(b *testing.B) {
-				if rn.route == "decode" {
+				switch rn.route {
+				case "decode":
 					b.Setenv("NINFER_CPU_SMALLT", "decode")
+					b.Setenv("NINFER_CPU_FPGEMV", "decode")
+				case "tile":
+					b.Setenv("NINFER_CPU_LARGET", "tile")
 				}
 				xb, _ := be.Alloc("x", int64(4*T*k))
 				yb, _ := be.Alloc("y", int64(4*T*n))

@@ -1,8 +1,10 @@
 package backend
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/ninfer/ninfer/pkg/format"
@@ -170,6 +172,68 @@ func TestMatMulLargeTiles(t *testing.T) {
 	}
 }
 
+// TestMatMulPrefillGEMM covers the large-T GEMM route (AVX2, every format:
+// 6-token × 16-column micro-tiles, K slices of 256, 128-row weight blocks,
+// 96-token blocks) and the old row-tile route (NINFER_CPU_LARGET=tile)
+// against the FP64 oracle: token counts with partial 6-token tiles and
+// partial token blocks, N with partial 16-column panels and partial weight
+// blocks, K with several slices and a partial last group, strided x and y
+// windows, and accumulation. Columns outside the y window must not change.
+func TestMatMulPrefillGEMM(t *testing.T) {
+	r := seeded(t)
+	cases := []struct {
+		f       format.Format
+		n, k, T int
+	}{
+		{format.FP32, 150, 600, 100}, {format.BF16, 37, 330, 193}, {format.Q4G64, 150, 700, 23},
+		{format.Q5G64, 64, 520, 97}, {format.Q6G64, 150, 330, 67}, {format.Q8G32, 150, 300, 100},
+		{format.NVFP4, 256, 320, 100}, {format.FP8Row, 150, 330, 67},
+	}
+	for _, b := range isas(t) {
+		for _, c := range cases {
+			f, n, k, T := c.f, c.n, c.k, c.T
+			p := randPacked(r, f, n, k)
+			w := prep(t, b, p)
+			x := randn(r, T*(k+5), 1)
+			xv := put(t, b, x)
+			for _, route := range []string{"gemm", "tile"} {
+				for _, acc := range []bool{false, true} {
+					name := fmt.Sprintf("%s/%s/N=%d/K=%d/T=%d/route=%s/acc=%v", b.Name(), f, n, k, T, route, acc)
+					if route == "tile" {
+						t.Setenv("NINFER_CPU_LARGET", "tile")
+					} else {
+						t.Setenv("NINFER_CPU_LARGET", "")
+					}
+					y0 := randn(r, T*(n+3), 1)
+					yv := put(t, b, y0)
+					b.MatMul(Dense(yv, T, n+3).Cols(1, n), Dense(xv, T, k+5).Cols(2, k), w, acc)
+					all := get(t, b, yv, T*(n+3))
+					got := make([]float32, 0, T*n)
+					want := make([]float64, 0, T*n)
+					for tt := 0; tt < T; tt++ {
+						row := all[tt*(n+3) : (tt+1)*(n+3)]
+						if row[0] != y0[tt*(n+3)] || row[n+1] != y0[tt*(n+3)+n+1] || row[n+2] != y0[tt*(n+3)+n+2] {
+							t.Fatalf("%s: token %d: a column outside the y window changed", name, tt)
+						}
+						got = append(got, row[1:n+1]...)
+						for nn := 0; nn < n; nn++ {
+							s := 0.0
+							if acc {
+								s = float64(y0[tt*(n+3)+1+nn])
+							}
+							for kk := 0; kk < k; kk++ {
+								s += float64(x[tt*(k+5)+2+kk]) * p.w[nn*k+kk]
+							}
+							want = append(want, s)
+						}
+					}
+					check(t, name, got, want, tolLinear)
+				}
+			}
+		}
+	}
+}
+
 // smallTShapes is every format at its test shape plus, for the row-split
 // formats, a large K of 2270 (35 or 70 whole groups and a partial one)
 // over 19 rows (a partial 8-row task granule).
@@ -184,6 +248,12 @@ func smallTShapes() []fmtShape {
 		n, k := shapeFor(f)
 		out = append(out, fmtShape{f, n, k})
 		if _, ok := f.Group(); ok {
+			out = append(out, fmtShape{f, 19, 2270})
+		}
+		switch f { // nvfp4: two scale tiles, 16 groups; fp8: chunks, blocks and a tail
+		case format.NVFP4:
+			out = append(out, fmtShape{f, 256, 1024})
+		case format.FP8Row:
 			out = append(out, fmtShape{f, 19, 2270})
 		}
 	}
@@ -231,6 +301,186 @@ func TestMatMulSmallTMatchesGEMV(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// fpShapes are the nvfp4 and fp8-row shapes of the fused GEMV tests: two
+// 128-row nvfp4 tiles (the scale swizzle across tiles) and fp8 rows whose K
+// ends in whole 64-lane chunks, a partial chunk of 16-lane blocks plus a
+// scalar tail (1000 = 15·64 + 2·16 + 8), or a short tail only.
+var fpShapes = []fmtShape{{format.NVFP4, 256, 1024}, {format.FP8Row, 40, 1000}, {format.FP8Row, 24, 330}}
+
+// withFullRangeScales redraws every nvfp4 block scale over all valid E4M3
+// bytes 0x00..0x7E (subnormal, zero and the largest scales included) and
+// recomputes the exact decoded weights from the codes.
+func withFullRangeScales(r *rand.Rand, p packed) packed {
+	g, err := format.NVFP4Layout(int64(p.n), int64(p.k))
+	if err != nil {
+		panic(err)
+	}
+	div := float64(math.Float32frombits(binary.LittleEndian.Uint32(p.bytes[g.DivisorOff:])))
+	e2m1 := []float64{0, .5, 1, 1.5, 2, 3, 4, 6}
+	kt := p.k / 64
+	for row := 0; row < p.n; row++ {
+		for blk := 0; blk < p.k/16; blk++ {
+			sb := uint8(r.IntN(0x7f))
+			rt, ri := row/128, row%128
+			p.bytes[g.ScaleOff+int64((rt*kt+blk/4)*512+(ri%32)*16+(ri/32)*4+blk%4)] = sb
+			for col := blk * 16; col < blk*16+16; col++ {
+				c := p.bytes[row*p.k/2+col/2] >> (4 * (col & 1)) & 15
+				v := e2m1[c&7] * e4m3ToF64(sb) / div
+				if c&8 != 0 {
+					v = -v
+				}
+				p.w[row*p.k+col] = v
+			}
+		}
+	}
+	return p
+}
+
+// fpRoutes runs f once per nvfp4/fp8 matmul route of this ISA: the fused
+// AVX2 GEMV (default) and the old table-decode route (NINFER_CPU_FPGEMV=decode;
+// the scalar ISA has only the latter).
+func fpRoutes(t *testing.T, b *CPU, f func(route string)) {
+	f("fused")
+	if b.Name() == "cpu-avx2" {
+		t.Setenv("NINFER_CPU_FPGEMV", "decode")
+		f("decode")
+		t.Setenv("NINFER_CPU_FPGEMV", "")
+	}
+}
+
+// TestMatMulFPDecodeOneHot multiplies one-hot token rows (x = e_c) so that
+// y[t, n] is the decoded weight W[n, c] itself: every element, every E2M1
+// code, every block scale byte (nvfp4) and every E4M3 code (fp8) goes
+// through the matmul at T = 16 (four fused 4-token blocks) and T = 1. The
+// fused AVX2 GEMV forms e2m1·e4m3 and e4m3 exactly and rounds once
+// (f32(e2m1·e4m3 / d_w), f32(e4m3·s)), so it must equal the exact value
+// rounded to fp32 bit for bit; the table route is held to decode_row.
+func TestMatMulFPDecodeOneHot(t *testing.T) {
+	r := seeded(t)
+	for _, b := range isas(t) {
+		for _, c := range fpShapes {
+			p := randPacked(r, c.f, c.n, c.k)
+			if c.f == format.NVFP4 {
+				p = withFullRangeScales(r, p)
+			}
+			w := prep(t, b, p)
+			fpRoutes(t, b, func(route string) {
+				for _, T := range []int{1, SmallTForTest} {
+					xv, yv := put(t, b, make([]float32, T*c.k)), put(t, b, make([]float32, T*c.n))
+					for c0 := 0; c0 < c.k; c0 += T {
+						x := make([]float32, T*c.k)
+						cols := make([]int, T)
+						for tt := range cols {
+							cols[tt] = (c0 + tt) % c.k
+							x[tt*c.k+cols[tt]] = 1
+						}
+						if err := b.UploadF32(xv, x); err != nil {
+							t.Fatal(err)
+						}
+						b.MatMul(Dense(yv, T, c.n), Dense(xv, T, c.k), w, false)
+						got := get(t, b, yv, T*c.n)
+						want := make([]float64, T*c.n)
+						for tt, col := range cols {
+							for nn := 0; nn < c.n; nn++ {
+								want[tt*c.n+nn] = p.w[nn*c.k+col]
+							}
+						}
+						name := fmt.Sprintf("%s/%s[%d,%d]/%s/T=%d/cols=%d..", b.Name(), c.f, c.n, c.k, route, T, c0)
+						if b.Name() == "cpu-avx2" && route == "fused" {
+							for i, g := range got {
+								if g != float32(want[i]) || math.IsNaN(float64(g)) {
+									t.Fatalf("%s: y[%d,%d] = %v, exact decode %v", name, i/c.n, i%c.n, g, float32(want[i]))
+								}
+							}
+						} else {
+							check(t, name, got, want, tolDecodeRow)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestMatMulFPOracle checks the nvfp4 and fp8-row matmul of both ISAs and
+// both routes against the FP64 oracle at T = 1 and across the fused token
+// blocks up to the small-T bound, with accumulate on and off. randPacked's
+// nvfp4/fp8 weights are large (rms ≈ 1–4, up to ~100; real checkpoints are
+// ~0.02), so x is drawn with σ = 1/32 to keep the products at the magnitude
+// the fixed linear_fp32 atol is meant for (with σ = 1 the fp32 rounding of
+// the 1024-term sums alone exceeds atol on the few near-zero outputs, on
+// every route, the old scalar one included).
+func TestMatMulFPOracle(t *testing.T) {
+	const xScale = 1.0 / 32
+	r := seeded(t)
+	for _, b := range isas(t) {
+		for _, c := range fpShapes {
+			p := randPacked(r, c.f, c.n, c.k)
+			w := prep(t, b, p)
+			fpRoutes(t, b, func(route string) {
+				for _, T := range []int{1, 2, mtTokens - 1, mtTokens, mtTokens + 1, 2 * mtTokens, SmallTForTest - 1, SmallTForTest} {
+					acc := T%2 == 1
+					x, y0 := randn(r, T*c.k, xScale), randn(r, T*c.n, 1)
+					xv, yv := put(t, b, x), put(t, b, y0)
+					b.MatMul(Dense(yv, T, c.n), Dense(xv, T, c.k), w, acc)
+					want := make([]float64, T*c.n)
+					for tt := 0; tt < T; tt++ {
+						for nn := 0; nn < c.n; nn++ {
+							s := 0.0
+							if acc {
+								s = float64(y0[tt*c.n+nn])
+							}
+							for kk := 0; kk < c.k; kk++ {
+								s += float64(x[tt*c.k+kk]) * p.w[nn*c.k+kk]
+							}
+							want[tt*c.n+nn] = s
+						}
+					}
+					check(t, fmt.Sprintf("%s/%s[%d,%d]/%s/T=%d/acc=%v", b.Name(), c.f, c.n, c.k, route, T, acc),
+						get(t, b, yv, T*c.n), want, tolLinear)
+				}
+			})
+		}
+	}
+}
+
+// TestMatMulFPNaNCodes: the invalid NaN encodings (nvfp4 block scale 0x7F,
+// fp8 codes 0x7F/0xFF; rejected by format.Validate) must surface as NaN in
+// exactly the affected output row, on every route and T, never as a number.
+func TestMatMulFPNaNCodes(t *testing.T) {
+	r := seeded(t)
+	for _, b := range isas(t) {
+		for _, c := range fpShapes[:2] {
+			p := randPacked(r, c.f, c.n, c.k)
+			const bad = 5
+			if c.f == format.NVFP4 {
+				g, _ := format.NVFP4Layout(int64(c.n), int64(c.k))
+				// row 5, block 6 (group 1, slot 2)
+				p.bytes[g.ScaleOff+int64((c.k/64)*0+1*512+(bad%32)*16+(bad/32)*4+2)] = 0x7f
+			} else {
+				p.bytes[bad*c.k+c.k-3] = 0xff // in the scalar tail
+				p.bytes[(bad+1)*c.k+17] = 0x7f
+			}
+			w := prep(t, b, p)
+			fpRoutes(t, b, func(route string) {
+				for _, T := range []int{1, 3, mtTokens + 2} {
+					yv := put(t, b, make([]float32, T*c.n))
+					b.MatMul(Dense(yv, T, c.n), Dense(put(t, b, randn(r, T*c.k, 1)), T, c.k), w, false)
+					got := get(t, b, yv, T*c.n)
+					for tt := 0; tt < T; tt++ {
+						for nn := 0; nn < c.n; nn++ {
+							isBad := nn == bad || (c.f == format.FP8Row && nn == bad+1)
+							if v := got[tt*c.n+nn]; math.IsNaN(float64(v)) != isBad {
+								t.Fatalf("%s/%s/%s/T=%d: y[%d,%d] = %v (NaN expected: %v)", b.Name(), c.f, route, T, tt, nn, v, isBad)
+							}
+						}
+					}
+				}
+			})
 		}
 	}
 }
