@@ -92,7 +92,9 @@ int ni_embed(ni_ctx *c, const ni_weight *w, const int32_t *ids, ni_rows out);
  * (≤ NI_SMALL_T: for q4–q8, bf16, nvfp4 and fp8-row on AVX2 a fused
  * multi-token GEMV that decodes each weight block once in registers for a
  * block of up to 4 tokens, bit-identical per token to the T=1 GEMV;
- * otherwise one decoded row reused across T), large T (decoded tile of rows × token blocks). */
+ * otherwise one decoded row reused across T), large T (AVX2: K-sliced,
+ * register-blocked 6×16 fp32 GEMM over decoded, packed weight panels, summed
+ * in sub-blocks of K/8 terms; scalar: decoded tile of rows × token blocks). */
 #define NI_SMALL_T 16
 void ni_matmul(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accumulate);
 
