@@ -47,6 +47,9 @@ func (a *Arena) Used() int64 { return a.used }
 func (a *Arena) Peak() int64 { return a.peak }
 func (a *Arena) Cap() int64  { return a.buf.bytes }
 
+// ResetPeak restarts the high-water mark from the current fill.
+func (a *Arena) ResetPeak() { a.peak = a.used }
+
 // Reset frees everything (workspace: once per step).
 func (a *Arena) Reset() { a.used = 0 }
 

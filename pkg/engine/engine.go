@@ -148,6 +148,19 @@ func (e *Engine) Arenas() map[string]int64 {
 	return map[string]int64{"weights": e.weights.Cap(), "workspace": e.ws.Cap()}
 }
 
+// ResetMemoryPeaks restarts the workspace high-water mark (ninfer-bench
+// calls it before each test's warmups). Nothing in the workspace lives
+// across steps (each step starts with a reset), so the mark restarts at 0;
+// the bytes themselves are untouched.
+func (e *Engine) ResetMemoryPeaks() {
+	e.ws.Reset()
+	e.ws.ResetPeak()
+}
+
+// WorkspacePeakBytes is the workspace arena's high-water mark since the
+// last ResetMemoryPeaks: the bytes the largest step really used.
+func (e *Engine) WorkspacePeakBytes() int64 { return e.ws.Peak() }
+
 // Close frees the engine's arenas (sequences must be closed first).
 func (e *Engine) Close() {
 	e.be.Free(e.weights.Buffer())

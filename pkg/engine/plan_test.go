@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/ninfer/ninfer/pkg/format"
+
 	"github.com/ninfer/ninfer/pkg/backend"
 	"github.com/ninfer/ninfer/pkg/convert"
 	"github.com/ninfer/ninfer/pkg/layout"
@@ -251,5 +253,38 @@ func TestKVPlaneBytesAgree(t *testing.T) {
 	}
 	if _, _, err := layout.KVPlaneBytes("nvfp4", 64); err == nil {
 		t.Error("layout accepted KV dtype nvfp4")
+	}
+}
+
+// TestWorkspacePeakMatchesDryRun: the workspace high-water mark measured
+// while running equals (up to the final alignment) the dry-run size
+// (WorkspaceBytes, pkg/layout) of the step taken: a prefill chunk, a decode
+// step and a verify pass.
+func TestWorkspacePeakMatchesDryRun(t *testing.T) {
+	r := seeded(t)
+	w := newTestWeights(r, tinyConfig(false), format.BF16)
+	cfg := w.cfg
+	e, s := newEngine(t, w, "", Options{MaxContext: 512, PrefillChunk: 128, StateSlots: 3, LogitsRows: 3})
+	ids := randIDs(r, 100, cfg.VocabSize)
+	cases := []struct {
+		name string
+		run  func() error
+		T    int
+	}{
+		{"prefill 100", func() error { _, err := s.Prefill(ids, false); return err }, 100},
+		{"decode", func() error { _, err := s.Decode(5); return err }, 1},
+		{"verify 3", func() error { _, err := s.Verify([]int32{1, 2, 3}); return err }, 3},
+	}
+	for _, c := range cases {
+		e.ResetMemoryPeaks()
+		if err := c.run(); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		// The dry run's capacity rounds the last term up to the arena
+		// alignment; the measured mark ends at the last byte used.
+		got, want := e.WorkspacePeakBytes(), WorkspaceBytes(cfg, c.T, 3)
+		if aligned := (got + backend.ArenaAlign - 1) / backend.ArenaAlign * backend.ArenaAlign; aligned != want {
+			t.Errorf("%s: workspace peak %d (aligned %d), dry run of a %d-token step %d", c.name, got, aligned, c.T, want)
+		}
 	}
 }
