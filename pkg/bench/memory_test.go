@@ -52,12 +52,23 @@ func TestMemoryFromPlan(t *testing.T) {
 		}
 		if tc.spec == "" {
 			base = pm
-		} else if pm.Weights.CapacityBytes <= base.Weights.CapacityBytes || pm.Sequence.CapacityBytes <= base.Sequence.CapacityBytes ||
-			pm.Workspace.CapacityBytes <= base.Workspace.CapacityBytes || pl.MTP.Workspace.Capacity == 0 ||
-			pm.Workspace.CapacityBytes != base.Workspace.CapacityBytes+pl.MTP.Workspace.Capacity {
-			t.Errorf("%s: the plan lacks the MTP arenas: weights/sequence/workspace %d/%d/%d (mtp.workspace %d), without spec %d/%d/%d",
-				tc.name, pm.Weights.CapacityBytes, pm.Sequence.CapacityBytes, pm.Workspace.CapacityBytes, pl.MTP.Workspace.Capacity,
-				base.Weights.CapacityBytes, base.Sequence.CapacityBytes, base.Workspace.CapacityBytes)
+		} else {
+			// The MTP step's phases share the target's workspace: the
+			// capacity is the largest target or MTP phase.
+			mtpWS, largest := int64(0), int64(0)
+			for _, ph := range pl.Phases {
+				largest = max(largest, ph.Capacity)
+				if strings.HasPrefix(ph.Name, "mtp.") {
+					mtpWS = max(mtpWS, ph.Capacity)
+				}
+			}
+			if pm.Weights.CapacityBytes <= base.Weights.CapacityBytes || pm.Sequence.CapacityBytes <= base.Sequence.CapacityBytes ||
+				pl.MTP.Weights.Capacity == 0 || pl.MTP.Sequence.Capacity == 0 || mtpWS == 0 ||
+				pm.Workspace.CapacityBytes != largest || pm.Workspace.CapacityBytes < base.Workspace.CapacityBytes {
+				t.Errorf("%s: the plan lacks the MTP arenas: weights/sequence/workspace %d/%d/%d (largest mtp phase %d), without spec %d/%d/%d",
+					tc.name, pm.Weights.CapacityBytes, pm.Sequence.CapacityBytes, pm.Workspace.CapacityBytes, mtpWS,
+					base.Weights.CapacityBytes, base.Sequence.CapacityBytes, base.Workspace.CapacityBytes)
+			}
 		}
 		for i, bad := range []arenas{{real.weights + 256, real.workspace, real.sequence},
 			{real.weights, real.workspace - 256, real.sequence}, {real.weights, real.workspace, real.sequence + 256}} {

@@ -304,7 +304,9 @@ func progressRate(t Test, tm benchfmt.Timings) (float64, bool) {
 // workspacePeak is the logical peak of the target's workspace in a test:
 // the engine's dry run (engine.WorkspaceBytes) of its largest step, the
 // first prefill chunk or a decode step (one token, or a verify pass of
-// StateSlots = k+1 tokens with speculation).
+// StateSlots = k+1 tokens with speculation). With --spec mtp the MTP step
+// runs in the same arena (layout.MTPWorkspace), so the allocator peak also
+// covers its phases; this logical figure stays the target's.
 func workspacePeak(c qwen35.Config, o engine.Options, t Test) int64 {
 	peak := engine.WorkspaceBytes(c, min(o.PrefillChunk, t.PromptTokens()), o.LogitsRows)
 	if t.HasDecode() {
@@ -320,15 +322,14 @@ type arenas struct {
 
 // engineArenas sums the target's and the MTP head's arenas as the memory
 // object reports them (pkg/plan does the same): weights (text + mtp.weights),
-// workspace (target + mtp.workspace) and the sequence (target sequence +
+// the workspace (one arena: the MTP step runs in the target's workspace,
+// which LoadMTP sizes for both) and the sequence (target sequence +
 // mtp.sequence: seqBytes is MTPSequence.Bytes with --spec mtp).
 func engineArenas(eng *engine.Engine, mtp *engine.MTP, seqBytes int64) arenas {
 	a := eng.Arenas()
 	out := arenas{weights: a["weights"], workspace: a["workspace"], sequence: seqBytes}
 	if mtp != nil {
-		m := mtp.Arenas()
-		out.weights += m["mtp.weights"]
-		out.workspace += m["mtp.workspace"]
+		out.weights += mtp.Arenas()["mtp.weights"]
 	}
 	return out
 }

@@ -100,8 +100,9 @@ func runLine(p Params, env Env, w *loader.Weights, real arenas, f runFacts) (*be
 // after the weights were bound, the measured free memory after startup).
 // The engine sizes and carves its arenas from the same pkg/layout terms, so
 // the plan's weights, sequence and workspace equal the engine's allocations
-// exactly (with --spec mtp each field includes the MTP head's own arena:
-// mtp.weights, mtp.sequence, mtp.workspace); a difference is an error.
+// exactly (with --spec mtp the weights and sequence include the MTP head's
+// own arenas, mtp.weights and mtp.sequence, and the workspace its step's
+// phases); a difference is an error.
 func memory(p Params, cfg qwen35.Config, objs []plan.Object, f runFacts, real arenas) (benchfmt.Memory, error) {
 	pl, err := plan.New(cfg, objs, PlanOptions(p, f.backend, f.graph, f.maxCtx, f.afterWeights, f.afterStartup))
 	if err != nil {

@@ -51,6 +51,9 @@ type Engine struct {
 	final   backend.View
 	nFull   int
 	nLinear int
+	// residualT is the row count of the last target step's residual x
+	// (workspace offset 0): the MTP step allocates after it (mtp.go).
+	residualT int
 }
 
 // New binds the model's weights on be and sizes the workspace.
@@ -161,6 +164,24 @@ func (e *Engine) ResetMemoryPeaks() {
 // last ResetMemoryPeaks: the bytes the largest step really used.
 func (e *Engine) WorkspacePeakBytes() int64 { return e.ws.Peak() }
 
+// growWorkspace replaces the workspace arena by one of bytes when it is
+// smaller (LoadMTP: the MTP step runs in the target's workspace). Nothing
+// lives in the workspace between steps except the last step's residual,
+// which only the MTP head reads right after the step; call it between
+// steps.
+func (e *Engine) growWorkspace(bytes int64) error {
+	if bytes <= e.ws.Cap() {
+		return nil
+	}
+	ws, err := backend.NewArena(e.be, "workspace", bytes)
+	if err != nil {
+		return err
+	}
+	e.be.Free(e.ws.Buffer())
+	e.ws, e.residualT = ws, 0
+	return nil
+}
+
 // Close frees the engine's arenas (sequences must be closed first).
 func (e *Engine) Close() {
 	e.be.Free(e.weights.Buffer())
@@ -172,6 +193,14 @@ func (e *Engine) Close() {
 // layout.Workspace (the forward pass allocates exactly those terms).
 func WorkspaceBytes(c qwen35.Config, T, logitRows int) int64 {
 	_, capacity := layout.Workspace(c, T, logitRows)
+	return capacity
+}
+
+// MTPWorkspaceBytes is the workspace the MTP step of up to rows rows needs
+// after a target step of T tokens: the largest phase of layout.MTPWorkspace
+// (MTPSequence.step allocates exactly those terms, in the target's arena).
+func MTPWorkspaceBytes(c qwen35.Config, T, rows, logitRows int) int64 {
+	_, capacity := layout.MTPWorkspace(c, T, rows, logitRows)
 	return capacity
 }
 

@@ -40,6 +40,7 @@ func (s *Sequence) step(T, from int, dst []float32, outSlot int) error {
 	e.ws.Reset()
 	p := stepper{ws: e.ws}
 	x, xn := p.dense(T, c.HiddenSize), p.dense(T, c.HiddenSize)
+	e.residualT = T // x stays at offset 0 until the next step (mtp.go)
 	be.Embed(x, e.embed, s.ids)
 	for i := range e.layers {
 		ly := &e.layers[i]

@@ -14,14 +14,15 @@ import (
 // engine's backend: fc(concat(norm_e(embed(x_{t+1})), norm_h(h_t))), one
 // full-attention decoder layer with its own KV cache, mtp.norm and the
 // shared output head (or the reduced-vocabulary proposal head). Its weights
-// live in their own arena, loaded only when speculation is on. Its three
-// arenas (mtp.weights, mtp.workspace here, mtp.sequence per MTPSequence) are
-// sized and carved from pkg/layout (MTPWeights, MTPWorkspace, MTPSequence).
+// live in their own arena, loaded only when speculation is on. Its two
+// arenas (mtp.weights here, mtp.sequence per MTPSequence) are sized and
+// carved from pkg/layout (MTPWeights, MTPSequence); its step runs in the
+// engine's workspace arena, phase by phase (layout.MTPWorkspace), which
+// LoadMTP grows to the largest target or MTP phase
+// (layout.WorkspaceWithMTP).
 type MTP struct {
 	e        *Engine
 	weights  *backend.Arena
-	ws       *backend.Arena
-	wv       mtpWorkspace // the workspace terms, carved once
 	fc       *backend.Weight
 	normE    backend.View
 	normH    backend.View
@@ -41,7 +42,9 @@ type MTPOptions struct {
 }
 
 // LoadMTP binds the MTP head's weights (objects mtp/*, and the proposal
-// head when asked) from w on the engine's backend.
+// head when asked) from w on the engine's backend and grows the engine's
+// workspace arena to hold the MTP step's phases (layout.WorkspaceWithMTP).
+// Call it between steps.
 func (e *Engine) LoadMTP(w Weights, o MTPOptions) (*MTP, error) {
 	cfg := e.cfg
 	if cfg.MTPNumHiddenLayers < 1 {
@@ -170,38 +173,28 @@ func (e *Engine) LoadMTP(w Weights, o MTPOptions) (*MTP, error) {
 	// One MTP step covers a prefill chunk (plus the row pending from the
 	// previous chunk) or a verify's rows.
 	m.rows = layout.MTPRows(e.stepTokens(), e.opts.StateSlots)
-	wl := layout.MTPWorkspace(cfg, m.rows, e.opts.LogitsRows)
-	if m.ws, err = backend.NewArena(e.be, wl.Name, wl.Capacity); err != nil {
-		return fail(fmt.Errorf("engine: mtp: %w", err))
+	// Its step runs in the target's workspace: grow it to the largest
+	// target or MTP phase.
+	_, capacity := layout.WorkspaceWithMTP(cfg, e.stepTokens(), e.opts.StateSlots, e.opts.LogitsRows)
+	if err := e.growWorkspace(capacity); err != nil {
+		return fail(fmt.Errorf("engine: mtp: workspace: %w", err))
 	}
-	wviews, err := carve(m.ws, wl)
-	if err != nil {
-		e.be.Free(m.ws.Buffer())
-		return fail(fmt.Errorf("engine: mtp: %w", err))
-	}
-	m.wv = mtpWorkspace{emb: wviews["mtp.embed"], cat: wviews["mtp.concat"], x: wviews["x"], xn: wviews["x_norm"],
-		qg: wviews["attn.q_gate"], q: wviews["attn.q"], k: wviews["attn.k"], v: wviews["attn.v"], att: wviews["attn.out"],
-		gate: wviews["mlp.gate"], up: wviews["mlp.up"], hn: wviews["mtp.hidden_norm"], logits: wviews["logits"], argmax: wviews["argmax"]}
 	return m, nil
-}
-
-// mtpWorkspace are the views of the layout.MTPWorkspace terms.
-type mtpWorkspace struct {
-	emb, cat, x, xn, qg, q, k, v, att, gate, up, hn, logits, argmax backend.View
 }
 
 // ProposalHead reports whether drafts use the reduced proposal head.
 func (m *MTP) ProposalHead() bool { return m.draft != nil }
 
-// Arenas reports the MTP allocations (name → bytes).
+// Arenas reports the MTP allocations (name → bytes): its weights arena.
+// Its step workspace is part of the engine's "workspace" arena.
 func (m *MTP) Arenas() map[string]int64 {
-	return map[string]int64{"mtp.weights": m.weights.Cap(), "mtp.workspace": m.ws.Cap()}
+	return map[string]int64{"mtp.weights": m.weights.Cap()}
 }
 
-// Close frees the MTP arenas (its sequences must be closed first).
+// Close frees the MTP weights arena (its sequences must be closed first).
+// The engine's workspace keeps the size LoadMTP gave it.
 func (m *MTP) Close() {
 	m.e.be.Free(m.weights.Buffer())
-	m.e.be.Free(m.ws.Buffer())
 }
 
 // MTPSequence couples a Sequence with the MTP head's own KV cache. It runs
@@ -323,7 +316,7 @@ func (ms *MTPSequence) Reset() error {
 
 // residual is the residual stream of the target's last step (T rows): step
 // allocates it first in the workspace, and nothing overwrites it until the
-// next step.
+// next target step (the MTP step allocates after it: layout.MTPWorkspace).
 func (s *Sequence) residual(T int) backend.Tensor {
 	return backend.Dense(backend.View{Buf: s.e.ws.Buffer(), Off: 0}, T, s.e.cfg.HiddenSize)
 }
@@ -514,23 +507,45 @@ func (ms *MTPSequence) step(h backend.Tensor, ids []int32, pos0 int, draft bool)
 		return fmt.Errorf("engine: mtp positions: %w", err)
 	}
 	H, eps := c.HiddenSize, float32(c.RMSNormEps)
-	wv := &m.wv
-	emb, cat := backend.Dense(wv.emb, T, H), backend.Dense(wv.cat, T, 2*H)
-	x, xn := backend.Dense(wv.x, T, H), backend.Dense(wv.xn, T, H)
+	// The phases of layout.MTPWorkspace in the target's workspace: the
+	// target step's residual stays live at offset 0 (capture may read it
+	// after this step), then mtp.x and mtp.x_norm for the whole step and
+	// one phase at a time on top.
+	e.ws.Reset()
+	p := stepper{ws: e.ws}
+	p.dense(e.residualT, H)
+	x, xn := p.dense(T, H), p.dense(T, H)
+	mark := e.ws.Mark()
+	emb, cat := p.dense(T, H), p.dense(T, 2*H)
+	if p.err != nil {
+		return fmt.Errorf("engine: mtp workspace: %w", p.err)
+	}
 	be.Embed(emb, e.embed, ms.ids)
 	be.RMSNorm(cat.Cols(0, H), emb, m.normE, eps, true)
 	be.RMSNorm(cat.Cols(H, H), h, m.normH, eps, true)
 	be.MatMul(x, cat, m.fc, false)
+	e.ws.Release(mark)
 	ly := &m.ly
 	be.RMSNorm(xn, x, ly.inNorm, eps, true)
-	ms.attention(ly, x, xn, T)
+	if err := ms.attention(&p, ly, x, xn, T); err != nil {
+		return err
+	}
+	e.ws.Release(mark)
 	be.RMSNorm(xn, x, ly.postNorm, eps, true)
-	swigluMLP(be, ly, x, xn, backend.Dense(wv.gate, T, c.IntermediateSize), backend.Dense(wv.up, T, c.IntermediateSize))
-	hn := backend.Dense(wv.hn, T, H)
-	be.RMSNorm(hn, x, m.norm, eps, true)
+	g, u := p.dense(T, c.IntermediateSize), p.dense(T, c.IntermediateSize)
+	if p.err != nil {
+		return fmt.Errorf("engine: mtp workspace: %w", p.err)
+	}
+	swigluMLP(be, ly, x, xn, g, u)
+	e.ws.Release(mark)
 	LR := e.opts.LogitsRows
-	lgBuf := backend.Dense(wv.logits, LR, c.VocabSize) // the proposal head has ≤ V rows
-	am := wv.argmax
+	hn := p.dense(T, H)
+	lgBuf := p.dense(LR, c.VocabSize) // the proposal head has ≤ V rows
+	am := p.dense(LR, 1).View         // int32 [LR]
+	if p.err != nil {
+		return fmt.Errorf("engine: mtp workspace: %w", p.err)
+	}
+	be.RMSNorm(hn, x, m.norm, eps, true)
 	if ms.Logits {
 		V := c.VocabSize
 		lg := backend.Dense(lgBuf.View, LR, V)
@@ -577,12 +592,15 @@ func (ms *MTPSequence) step(h backend.Tensor, ids []int32, pos0 int, draft bool)
 	return nil
 }
 
-// attention is the MTP layer's gated full attention over its own KV cache;
-// it adds o_proj(...) into x.
-func (ms *MTPSequence) attention(ly *layer, x, xn backend.Tensor, T int) {
-	c, wv := ms.m.e.cfg, &ms.m.wv
+// attention is the MTP layer's gated full attention over its own KV cache
+// (the mtp.attention phase, allocated from p); it adds o_proj(...) into x.
+func (ms *MTPSequence) attention(p *stepper, ly *layer, x, xn backend.Tensor, T int) error {
+	c := ms.m.e.cfg
 	nh, nkv, hd := c.NumAttentionHeads, c.NumKeyValueHeads, c.HeadDim
-	b := attnBuffers{qg: backend.Dense(wv.qg, T, 2*nh*hd), q: backend.Dense(wv.q, T, nh*hd),
-		k: backend.Dense(wv.k, T, nkv*hd), v: backend.Dense(wv.v, T, nkv*hd), att: backend.Dense(wv.att, T, nh*hd)}
+	b := attnBuffers{qg: p.dense(T, 2*nh*hd), q: p.dense(T, nh*hd), k: p.dense(T, nkv*hd), v: p.dense(T, nkv*hd), att: p.dense(T, nh*hd)}
+	if p.err != nil {
+		return fmt.Errorf("engine: mtp workspace: %w", p.err)
+	}
 	gatedAttention(ms.m.e.be, c, ly, x, xn, T, b, ms.kv, ms.pos)
+	return nil
 }

@@ -29,7 +29,8 @@
 // are min(prefill chunk, max context): no step can process more.
 //
 // MTP (mtp.go): with speculation the MTP head (pkg/engine/mtp.go) keeps
-// three arenas of its own, each laid out here:
+// two arenas of its own, each laid out here, and runs its step in the
+// target's workspace arena:
 //
 //   - MTPWeights ("mtp.weights"): the mtp/* tensors in inventory order
 //     (BoundBytes), then with the proposal head text/draft_head and
@@ -38,9 +39,13 @@
 //     the target's pages, MTPGeometry), mtp.block_table, mtp.ids, mtp.pos
 //     (int32 [rows]), mtp.hidden (fp32 [rows, H]), mtp.last_hidden
 //     (fp32 [H]); rows = MTPRows(step tokens, state slots).
-//   - MTPWorkspace ("mtp.workspace"): every buffer of one MTP step of up to
-//     rows rows, carved once (no phases).
+//   - MTPWorkspace: the MTP step's phases "mtp.input", "mtp.attention",
+//     "mtp.mlp" and "mtp.logits" in the target's workspace arena (the MTP
+//     step runs after the target step, on the same stream). Each starts with
+//     the target step's residual x (kept live), then mtp.x and mtp.x_norm;
+//     WorkspaceWithMTP is the capacity: the largest target or MTP phase.
 //
-// pkg/plan reports each MTP arena inside the corresponding memory-object
-// field (weights, sequence, workspace: sums).
+// pkg/plan reports the MTP weights and sequence arenas inside the
+// weights and sequence memory-object fields (sums), and the MTP phases
+// among the workspace phases.
 package layout

@@ -182,17 +182,58 @@ func TestMTPSequence(t *testing.T) {
 	}
 }
 
-// TestMTPWorkspaceAndWeights pins the MTP workspace of the tiny config for
-// 11-row steps with 3 logits rows, and the weights arena's name.
+// TestMTPWorkspaceAndWeights pins the MTP step's workspace phases of the
+// tiny config after a 10-token target step, for 11-row steps with 3 logits
+// rows, the combined capacity, and the weights arena's name.
 func TestMTPWorkspaceAndWeights(t *testing.T) {
-	a := MTPWorkspace(tiny(), 11, 3)
+	phases, capacity := MTPWorkspace(tiny(), 10, 11, 3)
 	r := func(cols int64) int64 { return AlignUp(4 * 11 * cols) }
-	// embed, concat, x, x_norm; q_gate, q, k, v, out; gate, up; hidden_norm;
-	// logits [3, 1000]; argmax int32 [3]
-	want := r(64) + r(128) + 2*r(64) + r(128) + r(64) + 2*r(32) + r(64) + 2*r(128) + r(64) + AlignUp(4*3*1000) + 256
-	if a.Name != MTPWorkspaceArena || a.Capacity != want || len(a.Terms) != 14 || a.Terms[2] != (Term{"x", r(64) + r(128), 4 * 11 * 64}) ||
-		a.Bytes("argmax") != 12 || a.Bytes("logits") != 12000 {
-		t.Errorf("mtp workspace %d (%d terms, x %+v), want %d", a.Capacity, len(a.Terms), a.Terms[2], want)
+	base := AlignUp(4*10*64) + 2*r(64) // target x [10, 64], mtp.x, mtp.x_norm [11, 64]
+	want := []struct {
+		name  string
+		terms int
+		cap   int64
+	}{
+		{PhaseMTPInput, 5, base + r(64) + r(128)},                       // embed, concat
+		{PhaseMTPAttention, 8, base + r(128) + r(64) + 2*r(32) + r(64)}, // q_gate, q, k, v, out
+		{PhaseMTPMLP, 5, base + 2*r(128)},                               // gate, up
+		{PhaseMTPLogits, 6, base + r(64) + AlignUp(4*3*1000) + 256},     // hidden_norm, logits [3, 1000], argmax int32 [3]
+	}
+	if len(phases) != len(want) {
+		t.Fatalf("%d phases", len(phases))
+	}
+	var best int64
+	for i, w := range want {
+		p := phases[i]
+		if p.Name != w.name || len(p.Terms) != w.terms || p.Capacity != w.cap {
+			t.Errorf("phase %d = %s (%d terms) %d, want %s (%d) %d", i, p.Name, len(p.Terms), p.Capacity, w.name, w.terms, w.cap)
+		}
+		// The target's residual stays at offset 0, the MTP rows follow.
+		if p.Terms[0] != (Term{"x", 0, 4 * 10 * 64}) || p.Terms[1] != (Term{"mtp.x", AlignUp(4 * 10 * 64), 4 * 11 * 64}) || p.Terms[2].Name != "mtp.x_norm" {
+			t.Errorf("phase %s starts %+v", p.Name, p.Terms[:3])
+		}
+		best = max(best, w.cap)
+	}
+	if capacity != best || best != want[3].cap {
+		t.Errorf("capacity %d, want the logits phase %d", capacity, best)
+	}
+	if lg := phases[3]; lg.Bytes("argmax") != 12 || lg.Bytes("logits") != 12000 {
+		t.Errorf("logits terms %+v", lg.Terms)
+	}
+	// With the target: the largest phase of either; rows = MTPRows(T, slots).
+	all, c := WorkspaceWithMTP(tiny(), 10, 3, 3)
+	tp, tcap := Workspace(tiny(), 10, 3)
+	mp, mcap := MTPWorkspace(tiny(), 10, MTPRows(10, 3), 3)
+	if len(all) != len(tp)+len(mp) || c != max(tcap, mcap) || all[len(tp)].Name != PhaseMTPInput || all[0].Name != PhaseAttention {
+		t.Errorf("with MTP: %d phases capacity %d, want %d+%d phases, max(%d, %d)", len(all), c, len(tp), len(mp), tcap, mcap)
+	}
+	// A wide vocabulary makes the MTP logits phase the largest.
+	wide := tiny()
+	wide.VocabSize = 100000
+	_, wt := Workspace(wide, 10, 3)
+	_, wm := MTPWorkspace(wide, 10, 11, 3)
+	if _, wc := WorkspaceWithMTP(wide, 10, 1, 3); wm <= wt || wc != wm {
+		t.Errorf("wide vocab: target %d mtp %d combined %d", wt, wm, wc)
 	}
 	w := MTPWeights([]Term{{Name: "mtp/fc", Bytes: 300}, {Name: "mtp/norm", Bytes: 256}})
 	if w.Name != MTPWeightsArena || w.Capacity != 768 || w.Terms[1].Offset != 512 {

@@ -6,11 +6,11 @@ import (
 	"github.com/ninfer/ninfer/pkg/qwen35"
 )
 
-// MTP arena names (pkg/engine/mtp.go allocates each as its own arena).
+// MTP arena names (pkg/engine/mtp.go allocates each as its own arena; its
+// step workspace lives in the target's workspace arena: MTPWorkspace).
 const (
-	MTPWeightsArena   = "mtp.weights"
-	MTPSequenceArena  = "mtp.sequence"
-	MTPWorkspaceArena = "mtp.workspace"
+	MTPWeightsArena  = "mtp.weights"
+	MTPSequenceArena = "mtp.sequence"
 )
 
 // MTPWeights lays out the MTP head's weights arena from (object id, bound
@@ -85,25 +85,61 @@ func MTPSequence(c qwen35.Config, o SequenceOptions) (Arena, SeqGeometry, error)
 	return Lay(MTPSequenceArena, append(state, other...)), g, nil
 }
 
-// MTPWorkspace is the MTP head's step workspace ("mtp.workspace") for steps
-// of up to rows rows with logitRows rows of logits. Unlike the target's
-// workspace it is carved once: every buffer lives for the whole step, in the
-// order the step uses them (fp32 [rows, cols] unless noted):
+// MTP workspace phases: the MTP step allocates from the target's workspace
+// arena (Workspace), after the target step it follows, like the target's
+// phases (see the package doc and MTPWorkspace).
+const (
+	PhaseMTPInput     = "mtp.input"
+	PhaseMTPAttention = "mtp.attention"
+	PhaseMTPMLP       = "mtp.mlp"
+	PhaseMTPLogits    = "mtp.logits"
+)
+
+// MTPWorkspace returns the workspace phases of one MTP step of up to rows
+// rows that follows a target step of T tokens, with logitRows rows of
+// logits, each laid out from offset 0 in the order pkg/engine/mtp.go
+// allocates from the target's workspace arena, and the largest phase.
+// Every phase starts with (fp32 [rows, cols] unless noted)
 //
-//	mtp.embed [H], mtp.concat [2H], x [H], x_norm [H],
-//	attn.q_gate [2·nh·hd], attn.q [nh·hd], attn.k, attn.v [nkv·hd], attn.out [nh·hd],
-//	mlp.gate, mlp.up [I], mtp.hidden_norm [H],
-//	logits fp32 [logitRows, V], argmax int32 [logitRows]
+//	x [T, H]        the target step's residual (its first allocation, at
+//	                offset 0), kept live: the MTP may run between a target
+//	                step and the capture of that step's rows
+//	mtp.x, mtp.x_norm [H]
+//
+// then one of
+//
+//	mtp.input      mtp.embed [H], mtp.concat [2H]        (released after fc)
+//	mtp.attention  attn.q_gate [2·nh·hd], attn.q [nh·hd], attn.k, attn.v [nkv·hd], attn.out [nh·hd]
+//	mtp.mlp        mlp.gate, mlp.up [I]
+//	mtp.logits     mtp.hidden_norm [H], logits fp32 [logitRows, V], argmax int32 [logitRows]
 //
 // (the proposal head has at most V rows, so its logits fit the same term).
-func MTPWorkspace(c qwen35.Config, rows, logitRows int) Arena {
+// The engine's workspace capacity is the largest of these and the target's
+// phases (Workspace).
+func MTPWorkspace(c qwen35.Config, T, rows, logitRows int) ([]Arena, int64) {
 	f := func(name string, r, cols int) Term { return Term{Name: name, Bytes: 4 * int64(r) * int64(cols)} }
 	H, hd, nh, nkv, I := c.HiddenSize, c.HeadDim, c.NumAttentionHeads, c.NumKeyValueHeads, c.IntermediateSize
 	R := rows
-	return Lay(MTPWorkspaceArena, []Term{
-		f("mtp.embed", R, H), f("mtp.concat", R, 2*H), f("x", R, H), f("x_norm", R, H),
-		f("attn.q_gate", R, 2*nh*hd), f("attn.q", R, nh*hd), f("attn.k", R, nkv*hd), f("attn.v", R, nkv*hd), f("attn.out", R, nh*hd),
-		f("mlp.gate", R, I), f("mlp.up", R, I), f("mtp.hidden_norm", R, H),
-		f("logits", logitRows, c.VocabSize), f("argmax", logitRows, 1),
-	})
+	var phases []Arena
+	var capacity int64
+	add := func(name string, terms ...Term) {
+		a := Lay(name, append([]Term{f("x", T, H), f("mtp.x", R, H), f("mtp.x_norm", R, H)}, terms...))
+		phases = append(phases, a)
+		capacity = max(capacity, a.Capacity)
+	}
+	add(PhaseMTPInput, f("mtp.embed", R, H), f("mtp.concat", R, 2*H))
+	add(PhaseMTPAttention, f("attn.q_gate", R, 2*nh*hd), f("attn.q", R, nh*hd), f("attn.k", R, nkv*hd), f("attn.v", R, nkv*hd), f("attn.out", R, nh*hd))
+	add(PhaseMTPMLP, f("mlp.gate", R, I), f("mlp.up", R, I))
+	add(PhaseMTPLogits, f("mtp.hidden_norm", R, H), f("logits", logitRows, c.VocabSize), f("argmax", logitRows, 1))
+	return phases, capacity
+}
+
+// WorkspaceWithMTP is the engine's workspace with the MTP head loaded: the
+// target's phases (Workspace) for steps of T tokens, then the MTP step's
+// (MTPWorkspace, rows = MTPRows(T, stateSlots)), and the capacity: the
+// largest phase of either.
+func WorkspaceWithMTP(c qwen35.Config, T, stateSlots, logitRows int) ([]Arena, int64) {
+	phases, capacity := Workspace(c, T, logitRows)
+	mtp, mcap := MTPWorkspace(c, T, MTPRows(T, stateSlots), logitRows)
+	return append(phases, mtp...), max(capacity, mcap)
 }

@@ -26,12 +26,15 @@
 //     "gdn.conv_state", "block_table", "ctl.*"), with MTP followed by the
 //     MTP head's layout.MTPSequence ("kv.mtp", "mtp.block_table",
 //     "mtp.ids", "mtp.pos", "mtp.hidden", "mtp.last_hidden").
-//   - Phases: layout.Workspace ("attention", "gdn", "mlp", "logits"), each
-//     laid out from offset 0; the workspace capacity is the largest phase,
-//     plus with MTP the MTP head's layout.MTPWorkspace.
-//   - MTP: the MTP head's three arenas alone (mtp.weights, mtp.sequence,
-//     mtp.workspace). The engine allocates them separately; each
-//     memory-object field is the sum of the target's and the MTP arena.
+//   - Phases: layout.Workspace ("attention", "gdn", "mlp", "logits"), with
+//     MTP followed by the MTP step's layout.MTPWorkspace ("mtp.input",
+//     "mtp.attention", "mtp.mlp", "mtp.logits": the MTP step runs in the
+//     target's workspace arena, keeping the target's residual rows live),
+//     each laid out from offset 0; the workspace capacity is the largest
+//     phase (layout.WorkspaceWithMTP).
+//   - MTP: the MTP head's own arenas alone (mtp.weights, mtp.sequence). The
+//     engine allocates them separately; the weights and sequence
+//     memory-object fields are the sums of the target's and the MTP arena.
 //   - GraphAllowanceBytes, the KV capacity resolution (Resolution), the
 //     backend scratch outside the arenas (ScratchBytes, reported only) and
 //     the schema-15 memory object (Memory), encoded by Memory.JSON.

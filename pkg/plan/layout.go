@@ -120,31 +120,24 @@ func sequenceArena(c qwen35.Config, o Options, maxCtx, pages int64) (Arena, Aren
 	return layout.Lay("sequence", terms), mtpSeq, kv, gdn, nil
 }
 
-// workspacePhases are the engine's workspace phases (layout.Workspace) for
-// steps of min(prefill chunk, max context) tokens, and with MTP the MTP
-// head's own workspace arena (layout.MTPWorkspace; zero without MTP).
-func workspacePhases(c qwen35.Config, o Options, maxCtx int64) ([]Arena, Arena) {
+// workspacePhases are the engine's workspace phases for steps of
+// min(prefill chunk, max context) tokens (layout.Workspace), with MTP
+// followed by the MTP step's phases in the same arena
+// (layout.WorkspaceWithMTP), and the capacity: the largest phase, or the
+// measured override.
+func workspacePhases(c qwen35.Config, o Options, maxCtx int64) ([]Arena, int64) {
 	T := layout.StepTokens(int(maxCtx), int(o.PrefillChunk))
-	phases, _ := layout.Workspace(c, T, int(o.LogitsRows))
-	var mtp Arena
+	var phases []Arena
+	var capacity int64
 	if o.Spec == SpecMTP {
-		mtp = layout.MTPWorkspace(c, layout.MTPRows(T, gdnSlots(o)), int(o.LogitsRows))
+		phases, capacity = layout.WorkspaceWithMTP(c, T, gdnSlots(o), int(o.LogitsRows))
+	} else {
+		phases, capacity = layout.Workspace(c, T, int(o.LogitsRows))
 	}
-	return phases, mtp
-}
-
-// workspaceCapacity is the target's largest phase plus the MTP head's
-// workspace (the engine keeps them in separate arenas), or the measured
-// override.
-func workspaceCapacity(phases []Arena, mtp Arena, o Options) int64 {
 	if o.WorkspaceBytesOverride > 0 {
-		return o.WorkspaceBytesOverride
+		capacity = o.WorkspaceBytesOverride
 	}
-	var m int64
-	for _, p := range phases {
-		m = max(m, p.Capacity)
-	}
-	return m + mtp.Capacity
+	return phases, capacity
 }
 
 // weightsArena lays out the device objects as the engine binds them, in two

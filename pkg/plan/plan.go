@@ -59,14 +59,17 @@ type Plan struct {
 	// Weights, Sequence and Workspace are what the memory object reports:
 	// the target's arenas plus, with MTP, the MTP head's (MTP). Weights and
 	// Sequence list the target's terms, then the MTP arena's terms (offsets
-	// continue after the target's capacity); capacities are the sums.
+	// continue after the target's capacity); capacities are the sums. The
+	// workspace is one arena shared by the target and MTP steps.
 	Weights   Arena   // device objects as the engine binds them (layout.Weights + layout.MTPWeights)
 	Sequence  Arena   // per-sequence arenas (layout.Sequence + layout.MTPSequence)
-	Phases    []Arena // the target's workspace phases (layout.Workspace), each from offset 0
-	Workspace int64   // largest phase + MTP workspace capacity, or the override
+	Phases    []Arena // the workspace phases (layout.Workspace, with MTP then layout.MTPWorkspace), each from offset 0
+	Workspace int64   // largest phase, or the override
 
 	// MTP are the MTP head's own arenas as the engine allocates them (zero
-	// without MTP); they are included in the three fields above.
+	// without MTP); they are included in Weights and Sequence. The MTP
+	// step's workspace is part of the engine's workspace arena (its phases
+	// are in Phases).
 	MTP MTPArenas
 
 	// ScratchBytes is the backend's memory outside the arenas
@@ -80,12 +83,11 @@ type Plan struct {
 }
 
 // MTPArenas are the MTP head's arenas (pkg/engine/mtp.go): mtp.weights
-// (layout.MTPWeights), mtp.sequence (layout.MTPSequence; kv.mtp by the
+// (layout.MTPWeights) and mtp.sequence (layout.MTPSequence; kv.mtp by the
 // reference formula with Options.ReferenceMTPKV, its non-state terms
-// dropped with SequenceOtherBytesOverride) and mtp.workspace
-// (layout.MTPWorkspace).
+// dropped with SequenceOtherBytesOverride).
 type MTPArenas struct {
-	Weights, Sequence, Workspace Arena
+	Weights, Sequence Arena
 }
 
 // planAt is the device reservation at a page count.
@@ -94,7 +96,6 @@ type planAt struct {
 	kv          KVGeometry
 	gdn         GDNGeometry
 	phases      []Arena
-	mtpWS       Arena
 	workspace   int64
 	graph       int64
 }
@@ -106,8 +107,8 @@ func at(c qwen35.Config, o Options, maxCtx, pages int64) (planAt, error) {
 	if err != nil {
 		return planAt{}, err
 	}
-	phases, mtpWS := workspacePhases(c, o, maxCtx)
-	return planAt{seq: seq, mtpSeq: mtpSeq, kv: kv, gdn: gdn, phases: phases, mtpWS: mtpWS, workspace: workspaceCapacity(phases, mtpWS, o),
+	phases, workspace := workspacePhases(c, o, maxCtx)
+	return planAt{seq: seq, mtpSeq: mtpSeq, kv: kv, gdn: gdn, phases: phases, workspace: workspace,
 		graph: graphAllowance(o, maxCtx, pages*PageTokens)}, nil
 }
 
@@ -177,7 +178,7 @@ func New(c qwen35.Config, objects []Object, opts Options) (*Plan, error) {
 	p.Options = o
 	p.KV, p.GDN = pa.kv, pa.gdn
 	p.Sequence, p.Phases, p.Workspace = pa.seq, pa.phases, pa.workspace
-	p.MTP.Sequence, p.MTP.Workspace = pa.mtpSeq, pa.mtpWS
+	p.MTP.Sequence = pa.mtpSeq
 	p.GraphAllowanceBytes = pa.graph
 	p.Resolution = res
 	p.Memory = p.memory()
@@ -263,7 +264,8 @@ func largestContext(c qwen35.Config, o Options, A, limit int64) (int64, error) {
 }
 
 // Phase returns the workspace phase of the given name (layout.PhaseAttention,
-// PhaseGDN, PhaseMLP, PhaseLogits), or ok=false.
+// PhaseGDN, PhaseMLP, PhaseLogits, and with MTP layout.PhaseMTPInput,
+// PhaseMTPAttention, PhaseMTPMLP, PhaseMTPLogits), or ok=false.
 func (p *Plan) Phase(name string) (Arena, bool) {
 	for _, a := range p.Phases {
 		if a.Name == name {

@@ -124,7 +124,7 @@ func TestSeedReconciliation(t *testing.T) {
 // size and its block table and control buffers, the engine's MTP KV cache
 // (one layer over the 256 main pages) and MTP sequence buffers, the
 // engine's workspace phases for 1024-token steps with k+1 = 3 logits rows
-// and the MTP head's own workspace (1025 rows).
+// and the MTP step's phases (1025 rows) in the same workspace.
 func TestSeedEngineLayout(t *testing.T) {
 	p, err := New(q27b(), []Object{{ID: "w", Component: "text", Bytes: seedWeights}}, seedOptions())
 	if err != nil {
@@ -182,19 +182,30 @@ func TestSeedEngineLayout(t *testing.T) {
 			t.Errorf("phase %s = %d, want %d", name, ph.Capacity, want)
 		}
 	}
-	// MTP workspace, 1025 rows × fp32: embed, concat (2H), x, x_norm,
-	// hidden_norm (6·5120), q_gate 12288, q 6144, k, v 1024, out 6144, gate,
-	// up 17408; logits [3, 248320]; argmax int32 [3] (one aligned term).
-	mtpWS := int64(1025*4)*(6*5120+12288+6144+2*1024+6144+2*17408) + 3*248320*4 + 256
-	if mtpWS != 380836096 || p.MTP.Workspace.Capacity != mtpWS || p.Workspace != gdn+mtpWS {
-		t.Errorf("workspace %d (mtp %d), want the GDN phase %d + mtp %d", p.Workspace, p.MTP.Workspace.Capacity, gdn, mtpWS)
+	// The MTP step's phases in the same arena: the target's residual
+	// [1024, 5120] stays live, then mtp.x, mtp.x_norm [1025, 5120] and one
+	// phase of 1025-row fp32 buffers: input (embed, concat 2H), attention
+	// (q_gate 12288, q 6144, k, v 1024, out 6144), mlp (gate, up 17408),
+	// logits (hidden_norm, logits [3, 248320], argmax int32 [3]).
+	R := int64(1025 * 4)
+	base := T*5120 + 2*R*5120
+	mtp := map[string]int64{layout.PhaseMTPInput: base + R*3*5120, layout.PhaseMTPAttention: base + R*(12288+6144+2*1024+6144),
+		layout.PhaseMTPMLP: base + R*2*17408, layout.PhaseMTPLogits: base + R*5120 + 3*248320*4 + 256}
+	for name, want := range mtp {
+		if ph, ok := p.Phase(name); !ok || ph.Capacity != want || ph.Terms[0] != (Term{Name: "x", Bytes: T * 5120}) {
+			t.Errorf("phase %s = %d (first %+v), want %d", name, ph.Capacity, ph.Terms, want)
+		}
+	}
+	// Workspace: the largest phase, the MTP step's MLP (it was the GDN phase
+	// 202,113,024 + a separate mtp.workspace arena 380,836,096 = 582,949,120).
+	if mtp[layout.PhaseMTPMLP] != 205701120 || p.Workspace != mtp[layout.PhaseMTPMLP] || p.Workspace <= gdn || len(p.Phases) != 8 {
+		t.Errorf("workspace %d (%d phases), want the mtp.mlp phase %d (target gdn %d)", p.Workspace, len(p.Phases), mtp[layout.PhaseMTPMLP], gdn)
 	}
 	if p.Memory.RuntimeReservationBytes != p.Sequence.Capacity+p.Workspace+85983232 {
 		t.Errorf("reservation %d != sequence + workspace + graph", p.Memory.RuntimeReservationBytes)
 	}
 	checkArena(t, p.Sequence)
 	checkArena(t, p.MTP.Sequence)
-	checkArena(t, p.MTP.Workspace)
 	for _, ph := range p.Phases {
 		checkArena(t, ph)
 		if ph.Capacity > p.Workspace {
@@ -538,16 +549,27 @@ func TestRandomPlans(t *testing.T) {
 		}
 		checkArena(t, p.Sequence)
 		checkArena(t, p.MTP.Sequence)
-		checkArena(t, p.MTP.Workspace)
 		var largest int64
+		mtpPhases := 0
 		for _, ph := range p.Phases {
 			checkArena(t, ph)
 			largest = max(largest, ph.Capacity)
+			if strings.HasPrefix(ph.Name, "mtp.") {
+				mtpPhases++
+				// The MTP step keeps the target's residual live at offset 0.
+				if x := ph.Terms[0]; x.Name != "x" || x.Offset != 0 || ph.Terms[1].Name != "mtp.x" {
+					t.Errorf("seed %d case %d: phase %s starts %+v", seed, i, ph.Name, ph.Terms[:2])
+				}
+			}
 		}
-		if (o.Spec == SpecMTP) != (p.MTP.Sequence.Capacity > 0 && p.MTP.Workspace.Capacity > 0) ||
-			p.Workspace != largest+p.MTP.Workspace.Capacity || p.MTP.Sequence.Bytes("kv.mtp") != p.KV.MTPBytes {
-			t.Errorf("seed %d case %d: spec %s: workspace %d = largest phase %d + mtp %d? mtp.sequence %d, kv.mtp %d of %d",
-				seed, i, o.Spec, p.Workspace, largest, p.MTP.Workspace.Capacity, p.MTP.Sequence.Capacity, p.MTP.Sequence.Bytes("kv.mtp"), p.KV.MTPBytes)
+		wantMTP := 0
+		if o.Spec == SpecMTP {
+			wantMTP = 4
+		}
+		if (o.Spec == SpecMTP) != (p.MTP.Sequence.Capacity > 0) || mtpPhases != wantMTP ||
+			p.Workspace != largest || p.MTP.Sequence.Bytes("kv.mtp") != p.KV.MTPBytes {
+			t.Errorf("seed %d case %d: spec %s: workspace %d = largest phase %d (%d mtp phases)? mtp.sequence %d, kv.mtp %d of %d",
+				seed, i, o.Spec, p.Workspace, largest, mtpPhases, p.MTP.Sequence.Capacity, p.MTP.Sequence.Bytes("kv.mtp"), p.KV.MTPBytes)
 		}
 	}
 }

@@ -85,13 +85,10 @@ func (p *Plan) WriteTable(w io.Writer) error {
 		for _, ph := range p.Phases {
 			bytesRow("workspace", "phase "+ph.Name, ph.Capacity)
 		}
-		if p.MTP.Workspace.Capacity > 0 {
-			bytesRow("workspace", "mtp.workspace (own arena)", p.MTP.Workspace.Capacity)
-		}
 	}
 	capItem := "capacity (largest phase)"
-	if p.MTP.Workspace.Capacity > 0 {
-		capItem = "capacity (largest phase + mtp.workspace)"
+	if o.Spec == SpecMTP {
+		capItem = "capacity (largest target or mtp phase)"
 	}
 	bytesRow("workspace", capItem, p.Workspace)
 	if p.ScratchBytes > 0 {

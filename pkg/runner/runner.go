@@ -213,9 +213,9 @@ func Open(o Options) (r *Runner, err error) {
 		time.Since(start).Seconds(), r.beName, r.be.Threads(), eff.MaxContext, eff.PrefillChunk, kvName(eff.KVDtype))
 	if specOn {
 		ma := r.mtp.Arenas()
-		logf("memory: weights %s, workspace %s, sequence+mtp %s, mtp weights %s, mtp workspace %s; spec mtp, %d draft tokens%s",
+		logf("memory: weights %s, workspace %s (shared with the mtp step), sequence+mtp %s, mtp weights %s; spec mtp, %d draft tokens%s",
 			progress.Bytes(ar["weights"]), progress.Bytes(ar["workspace"]), progress.Bytes(r.mseq.Bytes()),
-			progress.Bytes(ma["mtp.weights"]), progress.Bytes(ma["mtp.workspace"]), o.DraftTokens,
+			progress.Bytes(ma["mtp.weights"]), o.DraftTokens,
 			map[bool]string{true: " (proposal head)", false: ""}[o.LMHeadDraft])
 	} else {
 		logf("memory: weights %s, workspace %s, sequence %s", progress.Bytes(ar["weights"]),
