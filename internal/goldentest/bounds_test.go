@@ -82,23 +82,51 @@ var kvBounds = map[string]map[string]bound{
 	},
 }
 
-// boundFor returns the bound of a cell. With both weights and KV
-// approximated, first-order perturbation theory adds the two deviations, so
-// max and mean are bounded by the sums; top-1 and greedy are not asserted.
+// boundFor returns the bound of a cell.
 func boundFor(cs, preset, kv string) (bound, error) {
-	wb, wok := weightBounds[cs][preset]
-	kb, kok := kvBounds[cs][kv]
-	switch {
-	case preset == "fp32" && kv == "fp32":
-		return bound{fp32Tol, fp32Tol, 1, 32}, nil
-	case preset == "fp32" && kok:
-		return kb, nil
-	case kv == "fp32" && wok:
-		return wb, nil
-	case wok && kok:
-		return bound{maxAbs: wb.maxAbs + kb.maxAbs, meanAbs: wb.meanAbs + kb.meanAbs}, nil
+	if b, ok := combineBounds(weightBounds, kvBounds, bound{fp32Tol, fp32Tol, 1, 32}, cs, preset, kv); ok {
+		return b, nil
 	}
 	return bound{}, fmt.Errorf("no measured bounds for case %s preset %s kv %s: run go test ./internal/goldentest -run TestAccuracyTable -v and add them to weightBounds/kvBounds", cs, preset, kv)
+}
+
+// combineBounds looks a cell up in per-case weight and KV bound tables;
+// exact is the bound of the fp32-weights, fp32-KV cell. With both weights
+// and KV approximated, first-order perturbation theory adds the two
+// deviations, so max and mean are bounded by the sums; top-1 and greedy are
+// not asserted. ok is false when the tables have no entry for the cell.
+func combineBounds(weights, kvs map[string]map[string]bound, exact bound, cs, preset, kv string) (bound, bool) {
+	wb, wok := weights[cs][preset]
+	kb, kok := kvs[cs][kv]
+	switch {
+	case preset == "fp32" && kv == "fp32":
+		return exact, true
+	case preset == "fp32" && kok:
+		return kb, true
+	case kv == "fp32" && wok:
+		return wb, true
+	case wok && kok:
+		return bound{maxAbs: wb.maxAbs + kb.maxAbs, meanAbs: wb.meanAbs + kb.meanAbs}, true
+	}
+	return bound{}, false
+}
+
+// checkMetrics fails t where m exceeds b (max and mean |Δlogit|, top-1
+// agreement, greedy prefix); what prefixes the messages ("MTP ").
+func checkMetrics(t *testing.T, what string, m *metrics, b bound) {
+	t.Helper()
+	if !(m.MaxAbs <= b.maxAbs) {
+		t.Errorf("%smax |Δlogit| %.4g at %s exceeds %.3g", what, m.MaxAbs, m.WorstAt, b.maxAbs)
+	}
+	if !(m.MeanAbs <= b.meanAbs) {
+		t.Errorf("%smean |Δlogit| %.4g exceeds %.3g", what, m.MeanAbs, b.meanAbs)
+	}
+	if m.Top1Rate() < b.top1 {
+		t.Errorf("%stop-1 agreement %d/%d = %.3f below %.2f", what, m.Top1, m.Rows, m.Top1Rate(), b.top1)
+	}
+	if m.GreedyPrefix < b.greedy {
+		t.Errorf("%sgreedy prefix %d/%d below %d", what, m.GreedyPrefix, m.GreedyLen, b.greedy)
+	}
 }
 
 // storedFormats returns the format of every text tensor of (c, preset).
@@ -161,18 +189,7 @@ func TestPresetsAgainstTransformers(t *testing.T) {
 					m := measure(t, c, p, kv)
 					t.Logf("max |Δ| %.3g (≤ %.3g) at %s, mean |Δ| %.3g (≤ %.3g), top-1 %d/%d (≥ %.2f), greedy %d/%d (≥ %d)",
 						m.MaxAbs, b.maxAbs, m.WorstAt, m.MeanAbs, b.meanAbs, m.Top1, m.Rows, b.top1, m.GreedyPrefix, m.GreedyLen, b.greedy)
-					if !(m.MaxAbs <= b.maxAbs) {
-						t.Errorf("max |Δlogit| %.4g at %s exceeds %.3g", m.MaxAbs, m.WorstAt, b.maxAbs)
-					}
-					if !(m.MeanAbs <= b.meanAbs) {
-						t.Errorf("mean |Δlogit| %.4g exceeds %.3g", m.MeanAbs, b.meanAbs)
-					}
-					if m.Top1Rate() < b.top1 {
-						t.Errorf("top-1 agreement %d/%d = %.3f below %.2f", m.Top1, m.Rows, m.Top1Rate(), b.top1)
-					}
-					if m.GreedyPrefix < b.greedy {
-						t.Errorf("greedy prefix %d/%d below %d", m.GreedyPrefix, m.GreedyLen, b.greedy)
-					}
+					checkMetrics(t, "", m, b)
 				})
 			}
 		}

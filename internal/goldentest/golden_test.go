@@ -2,13 +2,10 @@ package goldentest
 
 import (
 	"math"
-	"math/rand/v2"
-	"os"
 	"slices"
-	"strconv"
 	"testing"
-	"time"
 
+	"github.com/ninfer/ninfer/internal/numtest"
 	"github.com/ninfer/ninfer/pkg/engine"
 	"github.com/ninfer/ninfer/pkg/golden"
 )
@@ -57,19 +54,7 @@ const (
 )
 
 // seeded returns a per-run random source (NINFER_TEST_SEED replays one).
-func seeded(t *testing.T) *rand.Rand {
-	t.Helper()
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("NINFER_TEST_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("NINFER_TEST_SEED=%q: %v", s, err)
-		}
-		seed = v
-	}
-	t.Logf("seed %d (replay with NINFER_TEST_SEED=%d)", seed, seed)
-	return rand.New(rand.NewPCG(seed, ^seed))
-}
+var seeded = numtest.Seeded
 
 // rowsDiff returns the largest |a−b| over two row lists (NaN → +Inf) and
 // the row where it occurs.
@@ -239,10 +224,7 @@ func TestInterleavedPrefillDecodeRandom(t *testing.T) {
 		t.Run(c.Manifest.Name, func(t *testing.T) {
 			V := c.Manifest.VocabSize
 			n := 129 + rng.IntN(250)
-			ids := make([]int32, n)
-			for i := range ids {
-				ids[i] = int32(rng.IntN(V))
-			}
+			ids := numtest.RandIDs(rng, n, V)
 			a := 1 + rng.IntN(n-2)
 			b := a + 1 + rng.IntN(min(20, n-a-1))
 			md := open(t, c, "fp32", engine.Options{PrefillChunk: 128, KVDtype: "fp32"}, asStored)

@@ -364,6 +364,26 @@ func (a *acc) add(where string, got, want []float32) {
 
 func (a *acc) mean() float64 { return a.sum / float64(a.n) }
 
+// addStored adds every row of tr that the case stores a reference row for
+// (at), labelled fmt.Sprintf(label, index), and fails t unless that covers
+// all stored rows of this kind.
+func (a *acc) addStored(t *testing.T, name string, tr [][]float32, at func(int) ([]float32, bool), stored int, label, kind string) {
+	t.Helper()
+	for i := range tr {
+		if want, ok := at(i); ok {
+			a.add(fmt.Sprintf(label, i), tr[i], want)
+		}
+	}
+	if a.rows != stored {
+		t.Fatalf("%s: compared %d %s rows, the case stores %d", name, a.rows, kind, stored)
+	}
+}
+
+// fill copies the accumulated statistics into m.
+func (a *acc) fill(m *metrics) {
+	m.Rows, m.MaxAbs, m.WorstAt, m.MeanAbs, m.Top1 = a.rows, a.maxAbs, a.worstAt, a.mean(), a.top1
+}
+
 // measure compares the trace of (c, preset, kv) with the golden data: every
 // stored prompt row and the 31 teacher-forced continuation rows. Until the
 // first disagreement the engine's argmax sequence over the teacher-forced
@@ -375,14 +395,7 @@ func measure(t *testing.T, c *golden.Case, preset, kv string) *metrics {
 	ids, cont := c.Manifest.IDs, c.Manifest.Continuation
 	T := len(ids)
 	var a acc
-	for p := range ids {
-		if want, ok := c.LogitsAt(p); ok {
-			a.add(fmt.Sprintf("prompt position %d", p), tr[p], want)
-		}
-	}
-	if a.rows != len(c.Logits) {
-		t.Fatalf("%s: compared %d prompt rows, the case stores %d", c.Manifest.Name, a.rows, len(c.Logits))
-	}
+	a.addStored(t, c.Manifest.Name, tr[:T], c.LogitsAt, len(c.Logits), "prompt position %d", "prompt")
 	m := &metrics{Case: c.Manifest.Name, Preset: preset, KV: kv, GreedyLen: len(cont),
 		Fallbacks: artifact(t, c, preset).fallbacks}
 	greedy := true
@@ -397,7 +410,7 @@ func measure(t *testing.T, c *golden.Case, preset, kv string) *metrics {
 			greedy = false
 		}
 	}
-	m.Rows, m.MaxAbs, m.WorstAt, m.MeanAbs, m.Top1 = a.rows, a.maxAbs, a.worstAt, a.mean(), a.top1
+	a.fill(m)
 	return m
 }
 
@@ -408,25 +421,12 @@ func measure(t *testing.T, c *golden.Case, preset, kv string) *metrics {
 func mtpTraceOf(c *golden.Case, preset, kv string, chunk int) ([][]float32, error) {
 	key := fmt.Sprintf("mtp/%s/%s/%s/%d", c.Manifest.Name, preset, kv, chunk)
 	return traceCache.get(key, func() ([][]float32, error) {
-		a, err := artifactE(c, preset)
+		md, err := openE(c, preset, engine.Options{MaxContext: 512, PrefillChunk: chunk, KVDtype: kv, LogitsRows: 64}, asStored)
 		if err != nil {
 			return nil, err
 		}
-		be, err := cpuE()
-		if err != nil {
-			return nil, err
-		}
-		w, err := loader.OpenWeights(a.path)
-		if err != nil {
-			return nil, fmt.Errorf("%s: open weights: %w", key, err)
-		}
-		defer w.Close()
-		eng, err := engine.New(w, be, engine.Options{MaxContext: 512, PrefillChunk: chunk, KVDtype: kv, LogitsRows: 64})
-		if err != nil {
-			return nil, fmt.Errorf("%s: engine: %w", key, err)
-		}
-		defer eng.Close()
-		m, err := eng.LoadMTP(w, engine.MTPOptions{})
+		defer md.close()
+		m, err := md.eng.LoadMTP(md.w, engine.MTPOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", key, err)
 		}
@@ -464,14 +464,8 @@ func measureMTP(t *testing.T, c *golden.Case, preset, kv string) *metrics {
 	t.Helper()
 	tr := mtpTrace(t, c, preset, kv, 128)
 	var a acc
-	for tp := range tr {
-		if want, ok := c.MTPLogitsAt(tp); ok {
-			a.add(fmt.Sprintf("MTP row %d", tp), tr[tp], want)
-		}
-	}
-	if a.rows != len(c.MTPLogits) {
-		t.Fatalf("%s: compared %d MTP rows, the case stores %d", c.Manifest.Name, a.rows, len(c.MTPLogits))
-	}
-	return &metrics{Case: c.Manifest.Name, Preset: preset, KV: kv, Rows: a.rows, MaxAbs: a.maxAbs, WorstAt: a.worstAt,
-		MeanAbs: a.mean(), Top1: a.top1, Fallbacks: artifact(t, c, preset).fallbacks}
+	a.addStored(t, c.Manifest.Name, tr, c.MTPLogitsAt, len(c.MTPLogits), "MTP row %d", "MTP")
+	m := &metrics{Case: c.Manifest.Name, Preset: preset, KV: kv, Fallbacks: artifact(t, c, preset).fallbacks}
+	a.fill(m)
+	return m
 }

@@ -4,46 +4,13 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/ninfer/ninfer/internal/numtest"
 )
-
-// f16Ref decodes an IEEE binary16 value in float64.
-func f16Ref(h uint16) float64 {
-	e, m := int(h>>10)&31, float64(h&0x3ff)
-	var v float64
-	switch {
-	case e == 31 && m == 0:
-		v = math.Inf(1)
-	case e == 31:
-		return math.NaN()
-	case e == 0:
-		v = math.Ldexp(m, -24)
-	default:
-		v = math.Ldexp(1024+m, e-25)
-	}
-	if h&0x8000 != 0 {
-		return -v
-	}
-	return v
-}
-
-func e4m3Ref(b uint8) float64 {
-	e, m := int(b>>3)&15, float64(b&7)
-	if e == 15 && m == 7 {
-		return math.NaN()
-	}
-	v := math.Ldexp(8+m, e-10)
-	if e == 0 {
-		v = math.Ldexp(m, -9)
-	}
-	if b&0x80 != 0 {
-		return -v
-	}
-	return v
-}
 
 func TestF16ConversionsExhaustive(t *testing.T) {
 	for h := 0; h < 1<<16; h++ {
-		want := f16Ref(uint16(h))
+		want := numtest.F16ToF64(uint16(h))
 		got := float64(F16ToF32(uint16(h)))
 		if math.IsNaN(want) {
 			if !math.IsNaN(got) {
@@ -67,9 +34,9 @@ func TestF32ToF16RoundsToNearestEven(t *testing.T) {
 	for i := 0; i < 20000; i++ {
 		x := float32(math.Ldexp(r.Float64()*2-1, r.IntN(40)-26))
 		h := F32ToF16(x)
-		got := f16Ref(h)
+		got := numtest.F16ToF64(h)
 		for _, d := range []int{-1, 1} {
-			nb := f16Ref(uint16(int(h) + d))
+			nb := numtest.F16ToF64(uint16(int(h) + d))
 			if math.IsNaN(nb) || (nb < 0) != (got < 0) && nb != 0 {
 				continue
 			}
@@ -83,7 +50,7 @@ func TestF32ToF16RoundsToNearestEven(t *testing.T) {
 
 func TestE4M3Conversions(t *testing.T) {
 	for b := 0; b < 256; b++ {
-		want := e4m3Ref(uint8(b))
+		want := numtest.E4M3ToF64(uint8(b))
 		got := float64(E4M3ToF32(uint8(b)))
 		if math.IsNaN(want) {
 			if !math.IsNaN(got) {
@@ -94,7 +61,7 @@ func TestE4M3Conversions(t *testing.T) {
 		if got != want {
 			t.Fatalf("e4m3 %#02x: got %v, want %v", b, got, want)
 		}
-		if back := F32ToE4M3(float32(want)); e4m3Ref(back) != want || (want == 0 && back != uint8(b)) {
+		if back := F32ToE4M3(float32(want)); numtest.E4M3ToF64(back) != want || (want == 0 && back != uint8(b)) {
 			t.Fatalf("e4m3 round trip %#02x → %v → %#02x", b, want, back)
 		}
 	}
@@ -104,7 +71,7 @@ func TestE4M3Conversions(t *testing.T) {
 		x    float32
 		want float64
 	}{{1000, 448}, {-1000, -448}, {17, 16}, {19, 20}, {0.0009765625, 0}, {0.0029296875, 0.00390625}} {
-		if got := e4m3Ref(F32ToE4M3(c.x)); got != c.want {
+		if got := numtest.E4M3ToF64(F32ToE4M3(c.x)); got != c.want {
 			t.Fatalf("e4m3(%v) = %v, want %v", c.x, got, c.want)
 		}
 	}

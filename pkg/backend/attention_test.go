@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"testing"
+
+	"github.com/ninfer/ninfer/internal/numtest"
 )
 
 func TestAttentionPagedKVFormats(t *testing.T) {
@@ -92,7 +94,7 @@ func TestAttentionPagedKVFormats(t *testing.T) {
 func roundBF16(x []float32) []float32 {
 	out := make([]float32, len(x))
 	for i, v := range x {
-		out[i] = float32(bf16ToF64(bf16Bits(v)))
+		out[i] = float32(numtest.BF16ToF64(bf16Bits(v)))
 	}
 	return out
 }

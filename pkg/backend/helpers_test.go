@@ -5,86 +5,37 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"testing"
-	"time"
 
+	"github.com/ninfer/ninfer/internal/numtest"
 	"github.com/ninfer/ninfer/pkg/format"
 )
 
-// tol is a named tolerance preset: a result passes when every element has
-// |got−want| ≤ Atol + Rtol·|want|, or when all three tail caps hold (the
-// fraction of violating elements, the worst violation as a multiple of its
-// bound, and the relative L2 error). Non-finite values always fail.
-type tol struct {
-	Name              string
-	Atol, Rtol        float64
-	TailFrac, TailMax float64
-	RelL2             float64
-}
+// tol is a named tolerance preset (see numtest.Tolerance): a result passes
+// when every element is within Atol + Rtol·|want| or all tail caps hold;
+// non-finite values always fail.
+type tol = numtest.Tolerance
 
 // Presets (frozen; fix the kernel, not the tolerance).
 var (
-	tolExact     = tol{"exact", 0, 0, 0, 0, 0}
-	tolElem      = tol{"elementwise_fp32", 1e-5, 1e-5, 0, 0, 0}
-	tolLinear    = tol{"linear_fp32", 5e-5, 1e-4, 1e-3, 4, 1e-5}
-	tolGDNState  = tol{"gdn_state_fp32", 5e-4, 5e-3, 2e-3, 4, 5e-3}
-	tolGDNCtl    = tol{"gdn_control_fp32", 1e-6, 1e-5, 0, 0, 0}
-	tolAttnBF16  = tol{"attention_represented_kv", 1e-4, 1e-3, 1e-3, 4, 1e-4}
-	tolFormsGDN  = tol{"gdn_forms_agree", 2e-4, 2e-3, 1e-3, 4, 1e-3}
-	tolDecodeRow = tol{"decode_row", 0, 1e-6, 0, 0, 0}
+	tolExact     = tol{Name: "exact"}
+	tolElem      = tol{Name: "elementwise_fp32", Atol: 1e-5, Rtol: 1e-5}
+	tolLinear    = tol{Name: "linear_fp32", Atol: 5e-5, Rtol: 1e-4, TailFrac: 1e-3, TailMax: 4, RelL2: 1e-5}
+	tolGDNState  = tol{Name: "gdn_state_fp32", Atol: 5e-4, Rtol: 5e-3, TailFrac: 2e-3, TailMax: 4, RelL2: 5e-3}
+	tolGDNCtl    = tol{Name: "gdn_control_fp32", Atol: 1e-6, Rtol: 1e-5}
+	tolAttnBF16  = tol{Name: "attention_represented_kv", Atol: 1e-4, Rtol: 1e-3, TailFrac: 1e-3, TailMax: 4, RelL2: 1e-4}
+	tolFormsGDN  = tol{Name: "gdn_forms_agree", Atol: 2e-4, Rtol: 2e-3, TailFrac: 1e-3, TailMax: 4, RelL2: 1e-3}
+	tolDecodeRow = tol{Name: "decode_row", Rtol: 1e-6}
 )
 
-func check(t *testing.T, what string, got []float32, want []float64, tl tol) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
-	}
-	var viol int
-	var worst, num, den float64
-	worstAt := -1
-	for i := range got {
-		g, w := float64(got[i]), want[i]
-		if math.IsNaN(g) || math.IsInf(g, 0) || math.IsNaN(w) || math.IsInf(w, 0) {
-			t.Fatalf("%s[%d]: non-finite value got %v want %v", what, i, g, w)
-		}
-		d := math.Abs(g - w)
-		bound := tl.Atol + tl.Rtol*math.Abs(w)
-		num += d * d
-		den += w * w
-		if d > bound {
-			viol++
-			r := math.Inf(1)
-			if bound > 0 {
-				r = d / bound
-			}
-			if r > worst {
-				worst, worstAt = r, i
-			}
-		}
-	}
-	if viol == 0 {
-		return
-	}
-	rel := math.Sqrt(num / math.Max(den, 1e-300))
-	frac := float64(viol) / float64(len(got))
-	if frac <= tl.TailFrac && worst <= tl.TailMax && rel <= tl.RelL2 {
-		return
-	}
-	t.Fatalf("%s (%s): %d/%d values out of tolerance (worst ×%.3g at %d: got %v want %v), rel-L2 %.3g",
-		what, tl.Name, viol, len(got), worst, worstAt, got[worstAt], want[worstAt], rel)
-}
+// check fails the test when got is not within tl of the reference want.
+var check = numtest.Check
 
 // seeded returns a fresh random source; the seed is logged so a failure can
 // be replayed with NINFER_TEST_SEED.
 func seeded(t *testing.T) *rand.Rand {
 	t.Helper()
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("NINFER_TEST_SEED"); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
-	}
-	t.Logf("seed %d (NINFER_TEST_SEED)", seed)
+	seed := numtest.Seed(t)
 	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 }
 
@@ -96,13 +47,8 @@ func randn(r *rand.Rand, n int, scale float64) []float32 {
 	return out
 }
 
-func f64(x []float32) []float64 {
-	out := make([]float64, len(x))
-	for i, v := range x {
-		out[i] = float64(v)
-	}
-	return out
-}
+// f64 widens float32 values to float64.
+var f64 = numtest.F64
 
 // isas returns one backend per instruction set this machine can run, each
 // running every op on its 2-thread pool.
@@ -161,46 +107,14 @@ func get(t *testing.T, b Backend, v View, n int) []float32 {
 	return out
 }
 
-// ---- independent reference codecs (from docs/FORMAT.md byte layouts) ----
-
-func f16ToF64(h uint16) float64 {
-	e, m := int(h>>10)&31, float64(h&0x3ff)
-	var v float64
-	switch e {
-	case 0:
-		v = math.Ldexp(m, -24)
-	case 31:
-		v = math.Inf(1)
-	default:
-		v = math.Ldexp(1024+m, e-25)
-	}
-	if h&0x8000 != 0 {
-		return -v
-	}
-	return v
-}
-
-func e4m3ToF64(b uint8) float64 {
-	e, m := int(b>>3)&15, float64(b&7)
-	var v float64
-	if e == 0 {
-		v = math.Ldexp(m, -9)
-	} else {
-		v = math.Ldexp(8+m, e-10)
-	}
-	if b&0x80 != 0 {
-		return -v
-	}
-	return v
-}
+// ---- independent reference codecs (from docs/FORMAT.md byte layouts; the
+// decoders are numtest.F16ToF64, E4M3ToF64 and BF16ToF64) ----
 
 func bf16Bits(f float32) uint16 { // RNE
 	u := math.Float32bits(f)
 	u += 0x7fff + (u>>16)&1
 	return uint16(u >> 16)
 }
-
-func bf16ToF64(h uint16) float64 { return float64(math.Float32frombits(uint32(h) << 16)) }
 
 // packed is a weight encoded in some format plus its exact decoded values.
 type packed struct {
@@ -228,7 +142,7 @@ func randPacked(r *rand.Rand, f format.Format, n, k int) packed {
 		for i := range p.w {
 			h := bf16Bits(float32(r.NormFloat64() * 0.1))
 			binary.LittleEndian.PutUint16(p.bytes[2*i:], h)
-			p.w[i] = bf16ToF64(h)
+			p.w[i] = numtest.BF16ToF64(h)
 		}
 	case format.Q4G64, format.Q5G64, format.Q6G64, format.Q8G32:
 		gp, _ := f.Group()
@@ -246,7 +160,7 @@ func randPacked(r *rand.Rand, f format.Format, n, k int) packed {
 				}
 				s := uint16(0x2000 + r.IntN(0x1000)) // fp16 in [2^-7, 2^-6)
 				binary.LittleEndian.PutUint16(p.bytes[g.ScaleOff+2*idx:], s)
-				sv := f16ToF64(s)
+				sv := numtest.F16ToF64(s)
 				for lane := 0; lane < gp.Group && c0+lane < k; lane++ {
 					q := r.IntN(2*gp.QMax+1) - gp.QMax
 					if gp.Bits < 8 && r.IntN(16) == 0 {
@@ -291,7 +205,7 @@ func randPacked(r *rand.Rand, f format.Format, n, k int) packed {
 					if c&8 != 0 {
 						v = -v
 					}
-					p.w[row*k+col] = v * e4m3ToF64(sb) / float64(div)
+					p.w[row*k+col] = v * numtest.E4M3ToF64(sb) / float64(div)
 				}
 			}
 		}
@@ -310,7 +224,7 @@ func randPacked(r *rand.Rand, f format.Format, n, k int) packed {
 					c = uint8(r.IntN(256))
 				}
 				p.bytes[row*k+col] = c
-				p.w[row*k+col] = e4m3ToF64(c) * bf16ToF64(s)
+				p.w[row*k+col] = numtest.E4M3ToF64(c) * numtest.BF16ToF64(s)
 			}
 		}
 	default:

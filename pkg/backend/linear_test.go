@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/ninfer/ninfer/internal/numtest"
 	"github.com/ninfer/ninfer/pkg/format"
 )
 
@@ -329,7 +330,7 @@ func withFullRangeScales(r *rand.Rand, p packed) packed {
 			p.bytes[g.ScaleOff+int64((rt*kt+blk/4)*512+(ri%32)*16+(ri/32)*4+blk%4)] = sb
 			for col := blk * 16; col < blk*16+16; col++ {
 				c := p.bytes[row*p.k/2+col/2] >> (4 * (col & 1)) & 15
-				v := e2m1[c&7] * e4m3ToF64(sb) / div
+				v := e2m1[c&7] * numtest.E4M3ToF64(sb) / div
 				if c&8 != 0 {
 					v = -v
 				}

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/ninfer/ninfer/internal/numtest"
 )
 
 func silu64(x float64) float64    { return x / (1 + math.Exp(-x)) }
@@ -203,7 +205,7 @@ func convRef(x []float32, T, C, kw int, w, win0 []float32, bf16 bool) ([]float64
 			}
 			in := float64(x[tt*C+c])
 			if bf16 {
-				in = bf16ToF64(bf16Bits(x[tt*C+c]))
+				in = numtest.BF16ToF64(bf16Bits(x[tt*C+c]))
 			}
 			next[c*(kw-1)+kw-2] = in
 		}
@@ -248,7 +250,7 @@ func getState(t *testing.T, b Backend, v View, n int, bf16 bool) []float32 {
 	}
 	out := make([]float32, n)
 	for i := range out {
-		out[i] = float32(bf16ToF64(binary.LittleEndian.Uint16(raw[2*i:])))
+		out[i] = float32(numtest.BF16ToF64(binary.LittleEndian.Uint16(raw[2*i:])))
 	}
 	return out
 }
@@ -273,7 +275,7 @@ func TestConv1DSiLUSlots(t *testing.T) {
 					init := randn(r, sw, 1)
 					if bf {
 						for i, v := range init {
-							init[i] = float32(bf16ToF64(bf16Bits(v))) // a stored bf16 window
+							init[i] = float32(numtest.BF16ToF64(bf16Bits(v))) // a stored bf16 window
 						}
 					}
 					copy(state[in*sw:], init)

@@ -3,81 +3,40 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"math"
-	"math/rand/v2"
-	"os"
-	"strconv"
 	"testing"
-	"time"
 
+	"github.com/ninfer/ninfer/internal/numtest"
+	"github.com/ninfer/ninfer/internal/testfixture"
 	"github.com/ninfer/ninfer/pkg/backend"
 	"github.com/ninfer/ninfer/pkg/format"
 	"github.com/ninfer/ninfer/pkg/qwen35"
 )
 
-// Tolerance presets for model-level checks (frozen).
-type tol struct {
-	name       string
-	atol, rtol float64
-	relL2      float64 // tail caps: relative L2 error of the whole result,
-	tailFrac   float64 // fraction of elements out of atol+rtol·|want|,
-	tailMax    float64 // and the worst violation as a multiple of its bound
-}
+// Tolerance presets for model-level checks (frozen); see numtest.Tolerance.
+type tol = numtest.Tolerance
 
 var (
 	// Engine (fp32 compute, fp32 KV) vs the FP64 reference with the same
 	// represented weights. Tail: rare single elements reach ~2e-4 through
 	// fp32 accumulation order; the whole-result rel-L2 stays ~1e-6.
-	tolModel = tol{"model_logits_fp32", 1e-4, 1e-4, 1e-5, 1e-3, 5}
+	tolModel = tol{Name: "model_logits_fp32", Atol: 1e-4, Rtol: 1e-4, TailFrac: 1e-3, TailMax: 5, RelL2: 1e-5}
 	// bf16 KV vs the reference storing bf16-rounded K/V: an element whose
 	// fp32 value sits on a bf16 rounding boundary may round differently.
-	tolModelBF16KV = tol{"model_logits_bf16_kv", 2e-4, 2e-4, 3e-4, 5e-2, 20}
+	tolModelBF16KV = tol{Name: "model_logits_bf16_kv", Atol: 2e-4, Rtol: 2e-4, TailFrac: 5e-2, TailMax: 20, RelL2: 3e-4}
 	// Chunked prefill vs token-by-token decode of the same engine.
-	tolPaths = tol{"prefill_vs_decode", 1e-4, 0, 0, 0, 0}
+	tolPaths = tol{Name: "prefill_vs_decode", Atol: 1e-4}
 	// Quantised KV caches vs the unquantised reference.
-	tolKVInt8 = tol{"model_logits_kv_int8", 2e-2, 5e-2, 1.5e-2, 2e-2, 5}
-	tolKVFP8  = tol{"model_logits_kv_fp8", 6e-2, 1e-1, 5e-2, 5e-2, 5}
+	tolKVInt8 = tol{Name: "model_logits_kv_int8", Atol: 2e-2, Rtol: 5e-2, TailFrac: 2e-2, TailMax: 5, RelL2: 1.5e-2}
+	tolKVFP8  = tol{Name: "model_logits_kv_fp8", Atol: 6e-2, Rtol: 1e-1, TailFrac: 5e-2, TailMax: 5, RelL2: 5e-2}
 )
 
-func check(t *testing.T, what string, got []float32, want []float64, tl tol) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
-	}
-	viol, worst, worstAt := 0, 0.0, 0
-	var num, den float64
-	for i := range got {
-		g := float64(got[i])
-		if math.IsNaN(g) || math.IsInf(g, 0) {
-			t.Fatalf("%s[%d]: non-finite %v", what, i, g)
-		}
-		d := math.Abs(g - want[i])
-		num += d * d
-		den += want[i] * want[i]
-		if b := tl.atol + tl.rtol*math.Abs(want[i]); d > b {
-			viol++
-			if d/b > worst {
-				worst, worstAt = d/b, i
-			}
-		}
-	}
-	rel := math.Sqrt(num / math.Max(den, 1e-300))
-	if viol == 0 || (float64(viol)/float64(len(got)) <= tl.tailFrac && rel <= tl.relL2 && worst <= tl.tailMax) {
-		return
-	}
-	t.Fatalf("%s (%s): %d/%d out of tolerance, worst ×%.3g at %d (got %v want %v), rel-L2 %.3g",
-		what, tl.name, viol, len(got), worst, worstAt, got[worstAt], want[worstAt], rel)
-}
+func TestMain(m *testing.M) { testfixture.Main(m) }
 
-func seeded(t *testing.T) *rand.Rand {
-	t.Helper()
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("NINFER_TEST_SEED"); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
-	}
-	t.Logf("seed %d (NINFER_TEST_SEED)", seed)
-	return rand.New(rand.NewPCG(seed, ^seed))
-}
+// check fails the test when got is not within tl of the reference want.
+var check = numtest.Check
+
+// seeded returns a fresh random source (NINFER_TEST_SEED replays one).
+var seeded = numtest.Seeded
 
 func newBackend(t testing.TB, isa string) *backend.CPU {
 	t.Helper()
@@ -103,13 +62,8 @@ func newEngine(t testing.TB, w Weights, isa string, o Options) (*Engine, *Sequen
 	return e, s
 }
 
-func randIDs(r *rand.Rand, n, vocab int) []int32 {
-	ids := make([]int32, n)
-	for i := range ids {
-		ids[i] = int32(r.IntN(vocab))
-	}
-	return ids
-}
+// randIDs returns n uniform token ids in [0, vocab).
+var randIDs = numtest.RandIDs
 
 func refLogits(w *testWeights, ids []int32, kvRound bool) [][]float64 {
 	m := newRef(w, kvRound)
@@ -230,13 +184,8 @@ func flat(x [][]float64) []float64 {
 	return out
 }
 
-func f64(x []float32) []float64 {
-	out := make([]float64, len(x))
-	for i, v := range x {
-		out[i] = float64(v)
-	}
-	return out
-}
+// f64 widens float32 values to float64.
+var f64 = numtest.F64
 
 func TestBF16KVCache(t *testing.T) {
 	r := seeded(t)

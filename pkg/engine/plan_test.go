@@ -1,52 +1,30 @@
 package engine
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"path/filepath"
 	"testing"
 
-	"github.com/ninfer/ninfer/pkg/format"
-
+	"github.com/ninfer/ninfer/internal/testfixture"
 	"github.com/ninfer/ninfer/pkg/backend"
-	"github.com/ninfer/ninfer/pkg/convert"
+	"github.com/ninfer/ninfer/pkg/format"
 	"github.com/ninfer/ninfer/pkg/layout"
 	"github.com/ninfer/ninfer/pkg/loader"
 	"github.com/ninfer/ninfer/pkg/plan"
 	"github.com/ninfer/ninfer/pkg/qwen35"
-	"github.com/ninfer/ninfer/pkg/recipe"
 	"github.com/ninfer/ninfer/pkg/testmodel"
 )
 
-// convertedModels generates the tiny model and converts it with q8 (with a
-// proposal head over draft) and groupwise-int into t.TempDir(); it returns
-// the artifact paths by recipe.
+// convertedModels returns the tiny model converted with q8 (with a
+// proposal head over draft) and groupwise-int (shared testfixture
+// artifacts), by recipe.
 func convertedModels(t *testing.T, draft []int32) map[string]string {
 	t.Helper()
-	dir := t.TempDir()
-	src := filepath.Join(dir, "hf")
-	if _, err := testmodel.WriteDir(src, testmodel.DefaultOptions(), false); err != nil {
-		t.Fatalf("test model: %v", err)
+	return map[string]string{
+		"q8":            testfixture.Build(t, testfixture.Spec{Recipe: "q8", Draft: draft}),
+		"groupwise-int": testfixture.Artifact(t, "groupwise-int", nil),
 	}
-	models := map[string]string{}
-	for _, name := range []string{"q8", "groupwise-int"} {
-		r, err := recipe.Lookup(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := filepath.Join(dir, name+".ninfer")
-		o := convert.Options{Recipe: r, Workers: 2}
-		if name == "q8" {
-			o.Draft = &convert.DraftHead{TokenIDs: draft}
-		}
-		if _, err := convert.Convert(context.Background(), src, out, o); err != nil {
-			t.Fatalf("convert with %s: %v", name, err)
-		}
-		models[name] = out
-	}
-	return models
 }
 
 func planObjects(w *loader.Weights) []plan.Object {
@@ -310,18 +288,7 @@ func TestWorkspacePeakMatchesDryRun(t *testing.T) {
 // one-row steps may round differently, so a small tolerance).
 func TestMTPKeepsTargetResidual(t *testing.T) {
 	r := seeded(t)
-	src := filepath.Join(t.TempDir(), "hf")
-	if _, err := testmodel.WriteDir(src, testmodel.DefaultOptions(), false); err != nil {
-		t.Fatalf("test model: %v", err)
-	}
-	rec, err := recipe.Lookup("fp32")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "fp32.ninfer")
-	if _, err := convert.Convert(context.Background(), src, path, convert.Options{Recipe: rec, Workers: 2}); err != nil {
-		t.Fatal(err)
-	}
+	path := testfixture.Artifact(t, "fp32", nil)
 	w, err := loader.OpenWeights(path)
 	if err != nil {
 		t.Fatal(err)

@@ -7,14 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ninfer/ninfer/internal/numtest"
 	"github.com/ninfer/ninfer/internal/testfixture"
 	"github.com/ninfer/ninfer/pkg/chat"
 	"github.com/ninfer/ninfer/pkg/engine"
@@ -29,12 +28,9 @@ func artifact(t *testing.T, recipe string) string {
 	return testfixture.Artifact(t, recipe, nil)
 }
 
-// seeded returns a fresh RNG; its seed is logged so a failure can be replayed.
-func seeded(t *testing.T) *rand.Rand {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	return rand.New(rand.NewPCG(seed, 0x6e696e666572))
-}
+// seeded returns a fresh RNG; its seed is logged so a failure can be
+// replayed (NINFER_TEST_SEED).
+var seeded = numtest.Seeded
 
 func openRunner(t *testing.T, recipe string, mut func(*Options)) *Runner {
 	t.Helper()
@@ -50,13 +46,8 @@ func openRunner(t *testing.T, recipe string, mut func(*Options)) *Runner {
 	return r
 }
 
-func randIDs(r *rand.Rand, n, vocab int) []int32 {
-	ids := make([]int32, n)
-	for i := range ids {
-		ids[i] = int32(r.IntN(vocab))
-	}
-	return ids
-}
+// randIDs returns n uniform token ids in [0, vocab).
+var randIDs = numtest.RandIDs
 
 // manualGreedy is the reference loop: engine Prefill, then argmax/Decode.
 func manualGreedy(t *testing.T, path string, prompt []int32, n int) []int32 {

@@ -5,32 +5,14 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
-)
 
-// f16Ref decodes binary16 in float64 from the IEEE definition.
-func f16Ref(h uint16) float64 {
-	s := 1.0
-	if h&0x8000 != 0 {
-		s = -1
-	}
-	e := int(h>>10) & 0x1f
-	m := float64(h & 0x3ff)
-	switch e {
-	case 0x1f:
-		if m != 0 {
-			return math.NaN()
-		}
-		return math.Inf(int(s))
-	case 0:
-		return s * m * math.Pow(2, -24)
-	}
-	return s * (1 + m/1024) * math.Pow(2, float64(e-15))
-}
+	"github.com/ninfer/ninfer/internal/numtest"
+)
 
 func TestF16ToF32Exhaustive(t *testing.T) {
 	for i := 0; i < 1<<16; i++ {
 		h := uint16(i)
-		got, want := float64(F16ToF32(h)), f16Ref(h)
+		got, want := float64(F16ToF32(h)), numtest.F16ToF64(h)
 		if math.IsNaN(want) {
 			if !math.IsNaN(got) {
 				t.Fatalf("%#04x: got %g, want NaN", h, got)
@@ -145,7 +127,7 @@ func TestDecodeF32MatchesScalar(t *testing.T) {
 				case BF16:
 					want = BF16ToF32(binary.LittleEndian.Uint16(src[2*i:]))
 				case F16:
-					want = float32(f16Ref(binary.LittleEndian.Uint16(src[2*i:])))
+					want = float32(numtest.F16ToF64(binary.LittleEndian.Uint16(src[2*i:])))
 				case F32:
 					want = math.Float32frombits(binary.LittleEndian.Uint32(src[4*i:]))
 				}

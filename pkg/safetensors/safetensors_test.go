@@ -10,15 +10,13 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/ninfer/ninfer/internal/numtest"
 )
 
-// seeded returns a fresh PRNG and logs its seed so a failure can be replayed.
-func seeded(t testing.TB) *rand.Rand {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	return rand.New(rand.NewPCG(seed, 0x5afe))
-}
+// seeded returns a fresh PRNG and logs its seed so a failure can be
+// replayed (NINFER_TEST_SEED).
+var seeded = numtest.Seeded
 
 func randBytes(r *rand.Rand, n int) []byte {
 	b := make([]byte, n)

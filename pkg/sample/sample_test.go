@@ -6,17 +6,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/ninfer/ninfer/internal/numtest"
 )
 
 // newRand returns a generator seeded per test run; the seed is logged so a
-// failure can be reproduced.
-func newRand(t *testing.T) *rand.Rand {
-	t.Helper()
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("rand seed %d", seed)
-	return rand.New(rand.NewPCG(seed, 0x5eed))
-}
+// failure can be reproduced (NINFER_TEST_SEED).
+var newRand = numtest.Seeded
 
 func randomLogits(r *rand.Rand, n int) []float32 {
 	out := make([]float32, n)

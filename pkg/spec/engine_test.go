@@ -1,22 +1,18 @@
 package spec
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/ninfer/ninfer/internal/numtest"
+	"github.com/ninfer/ninfer/internal/testfixture"
 	"github.com/ninfer/ninfer/pkg/backend"
-	"github.com/ninfer/ninfer/pkg/convert"
 	"github.com/ninfer/ninfer/pkg/engine"
 	"github.com/ninfer/ninfer/pkg/loader"
-	"github.com/ninfer/ninfer/pkg/recipe"
 	"github.com/ninfer/ninfer/pkg/sample"
 	"github.com/ninfer/ninfer/pkg/testmodel"
 )
@@ -25,60 +21,23 @@ import (
 // (default: 40, to keep CI on two cores fast).
 var long = flag.Bool("spec.long", false, "engine identity tests with 512 new tokens per case")
 
-var (
-	modelOnce sync.Once
-	modelDir  string
-	modelPath map[string]string // recipe → artifact
-	modelErr  error
-)
+func TestMain(m *testing.M) { testfixture.Main(m) }
 
-func TestMain(m *testing.M) {
-	flag.Parse()
-	code := m.Run()
-	if modelDir != "" {
-		os.RemoveAll(modelDir)
-	}
-	os.Exit(code)
-}
-
-// testArtifacts builds the tiny random test model once (testmodel default
-// options: 3 GDN + 1 full-attention layer, MTP head) and converts it with
-// the bf16 and q8 recipes, each with a 160-row proposal head.
+// testArtifacts returns the tiny random test model (testmodel default
+// options: 3 GDN + 1 full-attention layer, MTP head) converted with the
+// bf16 and q8 recipes, each with a 160-row proposal head.
 func testArtifacts(t *testing.T) map[string]string {
 	t.Helper()
-	modelOnce.Do(func() {
-		if modelDir, modelErr = os.MkdirTemp("", "ninfer-spec-"); modelErr != nil {
-			return
-		}
-		hf := filepath.Join(modelDir, "hf")
-		o := testmodel.DefaultOptions()
-		if _, modelErr = testmodel.WriteDir(hf, o, false); modelErr != nil {
-			return
-		}
-		draft := make([]int32, 160)
-		for i := range draft {
-			draft[i] = int32((i * 7) % o.Vocab) // a spread of ids, not a prefix
-		}
-		modelPath = map[string]string{}
-		for _, rec := range []string{"bf16", "q8"} {
-			r, err := recipe.Lookup(rec)
-			if err != nil {
-				modelErr = err
-				return
-			}
-			p := filepath.Join(modelDir, rec+".ninfer")
-			if _, err := convert.Convert(context.Background(), hf, p, convert.Options{Recipe: r, Workers: 2,
-				Draft: &convert.DraftHead{TokenIDs: draft}}); err != nil {
-				modelErr = err
-				return
-			}
-			modelPath[rec] = p
-		}
-	})
-	if modelErr != nil {
-		t.Fatal(modelErr)
+	o := testmodel.DefaultOptions()
+	draft := make([]int32, 160)
+	for i := range draft {
+		draft[i] = int32((i * 7) % o.Vocab) // a spread of ids, not a prefix
 	}
-	return modelPath
+	paths := map[string]string{}
+	for _, rec := range []string{"bf16", "q8"} {
+		paths[rec] = testfixture.Build(t, testfixture.Spec{Recipe: rec, Draft: draft})
+	}
+	return paths
 }
 
 type rig struct {
@@ -95,6 +54,27 @@ func newRig(t *testing.T, path string, o engine.Options, proposal bool) *rig {
 
 func newRigThreads(t *testing.T, path string, o engine.Options, proposal bool, threads int) *rig {
 	t.Helper()
+	e, w := openEngine(t, path, o, threads)
+	m, err := e.LoadMTP(w, engine.MTPOptions{ProposalHead: proposal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := m.NewMTPSequence()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := e.NewSequence()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(); ms.Close(); m.Close() })
+	return &rig{e, m, ms, s}
+}
+
+// openEngine opens the artifact at path on a CPU backend with threads
+// threads; the weights, backend and engine are closed when t ends.
+func openEngine(t *testing.T, path string, o engine.Options, threads int) (*engine.Engine, *loader.Weights) {
+	t.Helper()
 	w, err := loader.OpenWeights(path)
 	if err != nil {
 		t.Fatal(err)
@@ -109,20 +89,8 @@ func newRigThreads(t *testing.T, path string, o engine.Options, proposal bool, t
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := e.LoadMTP(w, engine.MTPOptions{ProposalHead: proposal})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, err := m.NewMTPSequence()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := e.NewSequence()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close(); ms.Close(); m.Close(); e.Close() })
-	return &rig{e, m, ms, s}
+	t.Cleanup(e.Close)
+	return e, w
 }
 
 // seqTarget is a plain engine sequence as a Target (reference decoding).
@@ -196,10 +164,7 @@ func TestEngineGreedyIdentity(t *testing.T) {
 			rg := newRig(t, paths[rec], engine.Options{MaxContext: 1024, PrefillChunk: 128, StateSlots: 6}, proposal)
 			V := rg.ms.VocabSize()
 			for _, plen := range []int{1, 37, 200} {
-				prompt := make([]int32, plen)
-				for i := range prompt {
-					prompt[i] = int32(r.IntN(V))
-				}
+				prompt := numtest.RandIDs(r, plen, V)
 				// Reference: plain greedy decoding without EOS stops (so every
 				// case runs maxNew tokens), itself checked against the engine's
 				// own Generate up to its first EOS.
@@ -391,10 +356,7 @@ func TestMTPRealignment(t *testing.T) {
 	paths := testArtifacts(t)
 	rg := newRig(t, paths["bf16"], engine.Options{KVDtype: "fp32", MaxContext: 512, PrefillChunk: 128, StateSlots: 5}, false)
 	V := rg.ms.VocabSize()
-	prompt := make([]int32, 150)
-	for i := range prompt {
-		prompt[i] = int32(r.IntN(V))
-	}
+	prompt := numtest.RandIDs(r, 150, V)
 	// The reference continuation ignores EOS (Sequence.Generate stops at it,
 	// which on some random prompts left too few tokens for any round).
 	want := make([]int32, 0, 30)
@@ -457,52 +419,16 @@ func TestMTPRealignment(t *testing.T) {
 // TestLoadMTPErrors: the MTP head and the proposal head are checked when
 // they are bound, and misuse of the MTP sequence is reported.
 func TestLoadMTPErrors(t *testing.T) {
-	dir := t.TempDir()
-	o := testmodel.DefaultOptions()
-	o.MTPLayers = 0
-	hf := filepath.Join(dir, "hf")
-	if _, err := testmodel.WriteDir(hf, o, false); err != nil {
-		t.Fatal(err)
-	}
-	r, err := recipe.Lookup("bf16")
-	if err != nil {
-		t.Fatal(err)
-	}
-	noMTP := filepath.Join(dir, "nomtp.ninfer")
-	if _, err := convert.Convert(context.Background(), hf, noMTP, convert.Options{Recipe: r, Workers: 2}); err != nil {
-		t.Fatal(err)
-	}
+	noMTP := testfixture.Artifact(t, "bf16", func(o *testmodel.Options) { o.MTPLayers = 0 })
 	open := func(path string) (*engine.Engine, *loader.Weights) {
-		w, err := loader.OpenWeights(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { w.Close() })
-		be, err := backend.NewCPU(backend.CPUOptions{Threads: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { be.Close() })
-		e, err := engine.New(w, be, engine.Options{MaxContext: 64, PrefillChunk: 128, StateSlots: 3})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(e.Close)
-		return e, w
+		return openEngine(t, path, engine.Options{MaxContext: 64, PrefillChunk: 128, StateSlots: 3}, 1)
 	}
 	e, w := open(noMTP)
 	if _, err := e.LoadMTP(w, engine.MTPOptions{}); err == nil || !strings.Contains(err.Error(), "no MTP head") {
 		t.Fatalf("model without MTP: err %v", err)
 	}
 	// The shared test model has an MTP head; convert it without a proposal head.
-	withMTP := filepath.Join(dir, "mtp.ninfer")
-	hf2 := filepath.Join(dir, "hf2")
-	if _, err := testmodel.WriteDir(hf2, testmodel.DefaultOptions(), false); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := convert.Convert(context.Background(), hf2, withMTP, convert.Options{Recipe: r, Workers: 2}); err != nil {
-		t.Fatal(err)
-	}
+	withMTP := testfixture.Artifact(t, "bf16", nil)
 	e, w = open(withMTP)
 	if _, err := e.LoadMTP(w, engine.MTPOptions{ProposalHead: true}); err == nil || !strings.Contains(err.Error(), "text/draft_head") {
 		t.Fatalf("proposal head missing: err %v", err)
@@ -544,10 +470,7 @@ func TestMTPPendingOverflow(t *testing.T) {
 	paths := testArtifacts(t)
 	rg := newRig(t, paths["bf16"], engine.Options{KVDtype: "fp32", MaxContext: 512, PrefillChunk: 128, StateSlots: 3}, false)
 	V := rg.ms.VocabSize()
-	hist := make([]int32, 300)
-	for i := range hist {
-		hist[i] = int32(r.IntN(V))
-	}
+	hist := numtest.RandIDs(r, 300, V)
 	if _, err := rg.ms.Prefill(hist[:10]); err != nil {
 		t.Fatal(err)
 	}

@@ -4,21 +4,17 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"testing"
-	"time"
 
+	"github.com/ninfer/ninfer/internal/numtest"
 	"github.com/ninfer/ninfer/pkg/sample"
 )
 
+// seeded returns a per-run random source and its seed (NINFER_TEST_SEED
+// replays one).
 func seeded(t *testing.T) (*rand.Rand, uint64) {
 	t.Helper()
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("NINFER_TEST_SEED"); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
-	}
-	t.Logf("seed %d (NINFER_TEST_SEED)", seed)
+	seed := numtest.Seed(t)
 	return rand.New(rand.NewPCG(seed, ^seed)), seed
 }
 
@@ -232,10 +228,7 @@ func TestGreedyIdentityAndInvariants(t *testing.T) {
 			for _, c := range []struct{ prompt, maxNew, maxCtx int }{{1, 1, 64}, {3, 2, 64}, {5, 40, 512}, {7, 100, 60}, {2, 300, 1024}} {
 				name := fmt.Sprintf("k=%d/wrong=%g/prompt=%d/new=%d/ctx=%d", k, pWrong, c.prompt, c.maxNew, c.maxCtx)
 				salt := seed + uint64(k)
-				prompt := make([]int32, c.prompt)
-				for i := range prompt {
-					prompt[i] = int32(r.IntN(40))
-				}
+				prompt := numtest.RandIDs(r, c.prompt, 40)
 				ref := &markov{V: 40, maxCtx: c.maxCtx, limit: k + 1, salt: salt}
 				want, _, refErr := mustDecoder(t, ref, nil, Options{IgnoreEOS: true}).Generate(prompt, c.maxNew, nil)
 				m := &markov{V: 40, maxCtx: c.maxCtx, limit: k + 1, salt: salt}

@@ -1,18 +1,16 @@
 package spec
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/ninfer/ninfer/pkg/convert"
+	"github.com/ninfer/ninfer/internal/numtest"
+	"github.com/ninfer/ninfer/internal/testfixture"
 	"github.com/ninfer/ninfer/pkg/engine"
-	"github.com/ninfer/ninfer/pkg/recipe"
 	"github.com/ninfer/ninfer/pkg/testmodel"
 )
 
@@ -27,33 +25,18 @@ func TestPerfTable(t *testing.T) {
 	if !*perf {
 		t.Skip("run with -spec.perf")
 	}
-	dir := t.TempDir()
 	o := testmodel.DefaultOptions()
 	o.Vocab, o.Hidden, o.Layers, o.Intermediate = 8192, 512, 8, 1536
 	o.Heads, o.KVHeads, o.HeadDim = 8, 2, 64
 	o.LinearKeyHeads, o.LinearValueHeads, o.LinearKeyHeadDim, o.LinearValueHeadDim = 4, 8, 64, 64
-	hf := filepath.Join(dir, "hf")
-	if _, err := testmodel.WriteDir(hf, o, false); err != nil {
-		t.Fatal(err)
-	}
 	r := rand.New(rand.NewPCG(1, 2))
 	draft := r.Perm(o.Vocab)[:1024]
 	ids := make([]int32, len(draft))
 	for i, v := range draft {
 		ids[i] = int32(v)
 	}
-	rec, err := recipe.Lookup("q8")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "m.ninfer")
-	if _, err := convert.Convert(context.Background(), hf, path, convert.Options{Recipe: rec, Workers: 2, Draft: &convert.DraftHead{TokenIDs: ids}}); err != nil {
-		t.Fatal(err)
-	}
-	prompt := make([]int32, 64)
-	for i := range prompt {
-		prompt[i] = int32(r.IntN(o.Vocab))
-	}
+	path := testfixture.Build(t, testfixture.Spec{Recipe: "q8", Model: o, Draft: ids})
+	prompt := numtest.RandIDs(r, 64, o.Vocab)
 	const G, reps = 256, 3
 	type cfg struct {
 		k        int

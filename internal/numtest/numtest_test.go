@@ -1,0 +1,134 @@
+package numtest
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestCompare(t *testing.T) {
+	tight := Tolerance{Name: "tight", Atol: 1e-6, Rtol: 1e-6}
+	tail := Tolerance{Name: "tail", Atol: 1e-6, Rtol: 0, TailFrac: 0.25, TailMax: 4, RelL2: 1e-2}
+	want := []float64{1, -2, 3, 0.5}
+	tests := []struct {
+		name    string
+		got     []float32
+		want    []float64
+		tol     Tolerance
+		wantErr string // "" = pass
+	}{
+		{"exact", []float32{1, -2, 3, 0.5}, want, tight, ""},
+		{"within rtol", []float32{1, -2, 3.000002, 0.5}, want, tight, ""},
+		{"out of tolerance", []float32{1, -2, 3.01, 0.5}, want, tight, "tight): 1/4 values out of tolerance"},
+		{"tail caps hold", []float32{1, -2, 3.000003, 0.5}, want, tail, ""},
+		{"tail too wide", []float32{1, -2, 3.000003, 0.500003}, want, tail, "2/4 values"},
+		{"tail too deep", []float32{1, -2, 3.00001, 0.5}, want, tail, "worst ×"},
+		{"zero bound", []float32{1, -2, 3.000001, 0.5}, want, Tolerance{Name: "exact"}, "worst ×+Inf at 2"},
+		{"length", []float32{1, 2}, want, tight, "2 values, want 4"},
+		{"NaN got", []float32{1, float32(math.NaN()), 3, 0.5}, want, tail, "[1]: non-finite"},
+		{"Inf got", []float32{1, -2, float32(math.Inf(1)), 0.5}, want, tail, "[2]: non-finite"},
+		{"NaN want", []float32{1, -2, 3, 0.5}, []float64{1, -2, math.NaN(), 0.5}, tail, "[2]: non-finite"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Compare("x", tc.got, tc.want, tc.tol)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("unexpected error: %v", err)
+			case tc.wantErr != "" && err == nil:
+				t.Fatalf("passed, want error containing %q", tc.wantErr)
+			case tc.wantErr != "" && !strings.Contains(err.Error(), tc.wantErr):
+				t.Fatalf("error %q does not contain %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestSeedReplay(t *testing.T) {
+	t.Setenv(SeedEnv, "12345")
+	if s := Seed(t); s != 12345 {
+		t.Fatalf("Seed = %d, want 12345", s)
+	}
+	a, b := Seeded(t), Seeded(t)
+	for i := 0; i < 4; i++ {
+		if x, y := a.Uint64(), b.Uint64(); x != y {
+			t.Fatalf("draw %d: %d != %d with the same seed", i, x, y)
+		}
+	}
+}
+
+func TestCodecs(t *testing.T) {
+	f16 := []struct {
+		h    uint16
+		want float64
+	}{
+		{0x0000, 0}, {0x3c00, 1}, {0xc000, -2}, {0x3555, 0.333251953125},
+		{0x0001, math.Ldexp(1, -24)}, {0x03ff, math.Ldexp(1023, -24)}, {0x0400, math.Ldexp(1, -14)},
+		{0x7bff, 65504}, {0x7c00, math.Inf(1)}, {0xfc00, math.Inf(-1)},
+	}
+	for _, c := range f16 {
+		if got := F16ToF64(c.h); got != c.want {
+			t.Errorf("F16ToF64(%#04x) = %v, want %v", c.h, got, c.want)
+		}
+	}
+	if !math.IsNaN(F16ToF64(0x7e00)) || !math.Signbit(F16ToF64(0x8000)) {
+		t.Errorf("F16ToF64: NaN or -0 not decoded")
+	}
+	e4m3 := []struct {
+		b    uint8
+		want float64
+	}{
+		{0x00, 0}, {0x38, 1}, {0xc0, -2}, {0x01, math.Ldexp(1, -9)}, {0x07, 7 * math.Ldexp(1, -9)},
+		{0x08, math.Ldexp(1, -6)}, {0x7e, 448}, {0x77, 240},
+	}
+	for _, c := range e4m3 {
+		if got := E4M3ToF64(c.b); got != c.want {
+			t.Errorf("E4M3ToF64(%#02x) = %v, want %v", c.b, got, c.want)
+		}
+	}
+	if !math.IsNaN(E4M3ToF64(0x7f)) || !math.IsNaN(E4M3ToF64(0xff)) {
+		t.Errorf("E4M3ToF64: 0x7f/0xff must be NaN")
+	}
+	for _, c := range []struct {
+		h    uint16
+		want float64
+	}{{0x3f80, 1}, {0xc040, -3}, {0x3eab, 0.333984375}, {0x7f80, math.Inf(1)}} {
+		if got := BF16ToF64(c.h); got != c.want {
+			t.Errorf("BF16ToF64(%#04x) = %v, want %v", c.h, got, c.want)
+		}
+	}
+}
+
+func TestF64(t *testing.T) {
+	x := []float32{1.5, -0.1, float32(math.Inf(-1))}
+	got := F64(x)
+	want := []float64{1.5, float64(float32(-0.1)), math.Inf(-1)}
+	if len(got) != len(want) {
+		t.Fatalf("F64: %d values, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("F64[%d] = %v, want %v", i, got[i], want[i])
+		}
+	}
+}
+
+func TestRandIDs(t *testing.T) {
+	t.Setenv(SeedEnv, "7")
+	ids := RandIDs(Seeded(t), 2000, 5)
+	if len(ids) != 2000 {
+		t.Fatalf("%d ids, want 2000", len(ids))
+	}
+	var seen [5]int
+	for i, id := range ids {
+		if id < 0 || id >= 5 {
+			t.Fatalf("id %d at %d outside [0,5)", id, i)
+		}
+		seen[id]++
+	}
+	for v, n := range seen {
+		if n < 300 { // expected 400 each; 300 is > 5 standard deviations below
+			t.Errorf("id %d drawn %d times of 2000", v, n)
+		}
+	}
+}
