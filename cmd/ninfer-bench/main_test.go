@@ -170,11 +170,7 @@ func TestStreamThroughReportEqualsJSON(t *testing.T) {
 	if want := "ninfer-bench " + strings.Join(args, " "); first.Run.Command != want {
 		t.Errorf("command = %q, want %q", first.Run.Command, want)
 	}
-	in, err := report.ReadFiles([]string{"-"}, strings.NewReader(stream))
-	if err != nil {
-		t.Fatal(err)
-	}
-	runs, err := in.Select("")
+	runs, _, err := report.Load([]string{"-"}, strings.NewReader(stream), "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -148,12 +148,8 @@ func reportAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) err
 		}
 		files = []string{"-"}
 	}
-	in, err := report.ReadFiles(files, stdin)
-	if err != nil {
-		return err
-	}
-	warn(stderr, in.Warnings)
-	runs, err := in.Select(c.String("run"))
+	runs, warnings, err := report.Load(files, stdin, c.String("run"))
+	warn(stderr, warnings)
 	if err != nil {
 		return err
 	}

@@ -278,11 +278,7 @@ func TestRunEndToEnd(t *testing.T) {
 			t.Fatalf("stream line %d does not parse: %v", i+1, err)
 		}
 	}
-	in, err := report.ReadFiles([]string{"-"}, &stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runs, err := in.Select("")
+	runs, _, err := report.Load([]string{"-"}, &stream, "")
 	if err != nil {
 		t.Fatal(err)
 	}

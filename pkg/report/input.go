@@ -166,3 +166,15 @@ func (in *Input) Select(id string) ([]Run, error) {
 // WriteFileAtomic writes data to path atomically (cliutil.WriteFileAtomic:
 // temp file + rename, parents created, mode 0644).
 func WriteFileAtomic(path string, data []byte) error { return cliutil.WriteFileAtomic(path, data) }
+
+// Load reads the named inputs ("-" is stdin) and selects the run id (all
+// runs when id is ""). Warnings about dropped or incomplete lines are
+// returned for the caller to print; they are returned with an error too.
+func Load(names []string, stdin io.Reader, id string) ([]Run, []string, error) {
+	in, err := ReadFiles(names, stdin)
+	if err != nil {
+		return nil, nil, err
+	}
+	runs, err := in.Select(id)
+	return runs, in.Warnings, err
+}
