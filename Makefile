@@ -5,7 +5,8 @@ BUILD   ?= build
 PKGS    := ./...
 TESTFLAGS ?= -count=1 -timeout 20m
 
-.PHONY: help build install test vet fmt-check testmodel demo bench fuzz clean
+.PHONY: help build install test vet fmt-check testmodel demo bench fuzz clean \
+	cuda cuda-toolchain cuda-kernels cuda-check test-cuda-sim test-simt test-cuda-driver ci-cuda device-bundle
 
 help:
 	@echo "make build      build every tool into $(BIN)/"
@@ -15,6 +16,10 @@ help:
 	@echo "make demo       main job: bench | report on the tiny model, CPU backend"
 	@echo "make bench      Go benchmarks (see docs/PERF.md)"
 	@echo "make fuzz       run the fuzz targets (FUZZTIME=10m each)"
+	@echo "make cuda       every tool with the CUDA backend into $(BIN)/ (CUDA_HOME, or the pinned PyPI CUDA 13.0 in $(BUILD)/cuda)"
+	@echo "make cuda-check compile all kernels for all targets, print the ptxas table, fail on spills/local memory"
+	@echo "make test-cuda-sim  the CUDA kernels under the host SIMT harness: harness self-tests, op tests, backend and engine tests"
+	@echo "make device-bundle  binaries and test executables for scripts/device-check.sh on a GPU machine"
 
 build:
 	@mkdir -p $(BIN)
@@ -55,3 +60,81 @@ fuzz:
 
 clean:
 	rm -rf $(BIN) $(BUILD)
+
+# ---- CUDA ------------------------------------------------------------------
+# CUDA_HOME: a CUDA 13.x toolkit; when unset, scripts/cuda-toolchain.sh
+# installs the pinned PyPI set into $(BUILD)/cuda once (no download after).
+CUDA_DIR = $(if $(CUDA_HOME),$(CUDA_HOME),$(shell scripts/cuda-toolchain.sh))
+NVCC     = $(CUDA_DIR)/bin/nvcc
+# SASS for Ada, Hopper, Blackwell (datacenter and consumer) + compute_89 PTX
+# for the driver JIT on anything newer.
+CUDA_ARCHS   ?= sm_89 sm_90a sm_100a sm_120a
+CUDA_GENCODE  = $(foreach a,$(CUDA_ARCHS),-gencode=arch=compute_$(subst sm_,,$(a)),code=$(a)) -gencode=arch=compute_89,code=compute_89
+NVCCFLAGS    ?= -O3 -std=c++17 -Xcompiler -fPIC -Xptxas -v -Ikernels/cuda -Ikernels
+CUDA_SRC      = $(wildcard kernels/cuda/*.cu)
+CUDA_HDR      = $(wildcard kernels/cuda/*.cuh kernels/cuda/*.h) kernels/ninfer_ops.h
+CUDA_OBJ      = $(patsubst kernels/cuda/%.cu,$(BUILD)/cuda/obj/%.o,$(CUDA_SRC))
+CUDA_LIB      = $(BUILD)/cuda/libninfer_cuda.a
+
+cuda-toolchain:
+	@scripts/cuda-toolchain.sh >/dev/null
+
+$(BUILD)/cuda/obj/%.o: kernels/cuda/%.cu $(CUDA_HDR)
+	@mkdir -p $(dir $@)
+	@echo "nvcc $< ($(CUDA_ARCHS) + compute_89 PTX)"
+	@$(NVCC) $(NVCCFLAGS) $(CUDA_GENCODE) -c $< -o $@.tmp 2> $(@:.o=.ptxas.log) || { cat $(@:.o=.ptxas.log); rm -f $@.tmp; exit 1; }
+	@grep -v '^ptxas info\|^    [0-9]* bytes stack frame' $(@:.o=.ptxas.log) >&2 || true
+	@mv $@.tmp $@
+
+$(CUDA_LIB): $(CUDA_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+cuda-kernels: cuda-toolchain $(CUDA_LIB)
+
+cuda-check: cuda-kernels
+	$(GO) run ./scripts/ptxas-report $(CUDA_OBJ:.o=.ptxas.log)
+
+cuda: cuda-kernels
+	@mkdir -p $(BIN)
+	CGO_LDFLAGS="-L$(CUDA_DIR)/lib -L$(CUDA_DIR)/lib64" $(GO) build -tags cuda -o $(BIN)/ ./cmd/...
+
+# The simulated suite. The cgo sim package includes the .cu/.cuh sources,
+# which the go build cache does not track: their hash goes into CXXFLAGS.
+SIM_HASH  = $(shell cat $(CUDA_SRC) $(CUDA_HDR) $(wildcard kernels/cuda/simt/*.h kernels/cuda/simt/*.cpp) | sha256sum | cut -c1-16)
+# Op-level packages run whole (every op test on every backend); the model
+# packages run their CUDA tests only (their CPU tests ran in make test).
+SIM_PKGS       ?= ./kernels/cuda/... ./pkg/backend/...
+SIM_MODEL_PKGS ?= ./pkg/engine/... ./internal/goldentest/...
+
+test-simt:
+	kernels/cuda/simt/run-tests.sh
+
+test-cuda-sim: test-simt
+	CGO_CXXFLAGS="-DNI_SIM_SRC_HASH=$(SIM_HASH)" $(GO) test -tags cudasim $(TESTFLAGS) $(SIM_PKGS)
+	CGO_CXXFLAGS="-DNI_SIM_SRC_HASH=$(SIM_HASH)" $(GO) test -tags cudasim $(TESTFLAGS) -run CUDA $(SIM_MODEL_PKGS)
+
+# The CUDA-tagged binaries on a machine without a GPU: the driver paths
+# (fake libcuda: no device, driver too old) and the CPU fallback of auto.
+test-cuda-driver: cuda
+	CGO_LDFLAGS="-L$(CUDA_DIR)/lib -L$(CUDA_DIR)/lib64" $(GO) test -tags cuda -count=1 -run 'FakeDriver|ExplainCUDA' ./pkg/backend
+	scripts/check-cuda-binaries.sh $(BIN)
+
+# What CI runs after make test (the kernel objects build two at a time).
+ci-cuda:
+	scripts/cuda-toolchain.sh >/dev/null
+	$(MAKE) -j2 cuda-kernels
+	$(MAKE) cuda-check test-cuda-driver test-cuda-sim
+
+# Everything scripts/device-check.sh needs on a GPU machine without Go or
+# CUDA: stripped CUDA-built tools and `go test -c` executables (≤ 60 MiB).
+DEVICE_DIR = $(BUILD)/device
+device-bundle: cuda-kernels
+	@mkdir -p $(DEVICE_DIR)
+	CGO_LDFLAGS="-L$(CUDA_DIR)/lib -L$(CUDA_DIR)/lib64" $(GO) build -tags cuda -trimpath -ldflags='-s -w' -o $(DEVICE_DIR)/ \
+		./cmd/ninfer-testmodel ./cmd/ninfer-convert ./cmd/ninfer-run ./cmd/ninfer-bench ./cmd/ninfer-report
+	CGO_LDFLAGS="-L$(CUDA_DIR)/lib -L$(CUDA_DIR)/lib64" $(GO) test -c -tags cuda -trimpath -ldflags='-s -w' -o $(DEVICE_DIR)/backend.test ./pkg/backend
+	CGO_LDFLAGS="-L$(CUDA_DIR)/lib -L$(CUDA_DIR)/lib64" $(GO) test -c -tags cuda -trimpath -ldflags='-s -w' -o $(DEVICE_DIR)/goldentest.test ./internal/goldentest
+	@if [ -f kernels/cuda/simt/ptxcheck_gpu.cu ]; then kernels/cuda/simt/build-ptxcheck.sh $(NVCC) $(DEVICE_DIR)/ptxcheck; fi
+	@echo "$$(git rev-parse --short HEAD 2>/dev/null) $$(date -u +%FT%TZ)" > $(DEVICE_DIR)/BUILD_INFO
+	@du -sh $(DEVICE_DIR)

@@ -130,6 +130,7 @@ Examples:
 			&cli.BoolFlag{Name: "ignore-eos", Usage: "do not stop at EOS ids"},
 			&cli.StringFlag{Name: "backend", Value: "auto", Usage: "`BACKEND`: auto (CUDA when built in and present), cpu or cuda"},
 			&cli.IntFlag{Name: "threads", Usage: "CPU backend `THREADS` (0 = all cores)"},
+			&cli.BoolFlag{Name: "no-cuda-graph", Usage: "decode eagerly (no CUDA graphs; the same tokens, slower; the CPU backend never uses them)"},
 			&cli.BoolFlag{Name: "json", Usage: "one JSON line per prompt instead of streamed text"},
 			&cli.StringFlag{Name: "spec", Value: "none", Usage: "speculative decoding `BACKEND`: none or mtp"},
 			&cli.IntFlag{Name: "draft-tokens", DefaultText: "2", Usage: "with --spec mtp: draft `K` tokens per round (1-5)"},
@@ -147,6 +148,7 @@ func options(c *cli.Context, stderr io.Writer) (runner.Options, error) {
 		MaxNew: c.Int("max-new"), IgnoreEOS: c.Bool("ignore-eos"),
 		Chat: c.Bool("chat"), System: c.String("system"), NoThink: c.Bool("no-think"),
 		Spec: c.String("spec"), DraftTokens: c.Int("draft-tokens"), LMHeadDraft: c.Bool("lm-head-draft"),
+		NoCUDAGraph: c.Bool("no-cuda-graph"),
 		Sampling: sample.Config{
 			Temperature: c.Float64("temperature"), TopK: c.Int("top-k"), TopP: c.Float64("top-p"), MinP: c.Float64("min-p"),
 			PresencePenalty: c.Float64("presence-penalty"), FrequencyPenalty: c.Float64("frequency-penalty"),

@@ -33,6 +33,9 @@ func TestMain(m *testing.M) {
 	}
 	tmpRoot = dir
 	code := m.Run()
+	if cudaBackend != nil {
+		cudaBackend.Close()
+	}
 	if sharedBackend != nil {
 		sharedBackend.Close()
 	}
@@ -111,7 +114,7 @@ var sharedBackend backend.Backend
 // cpuE returns the shared CPU backend (one thread pool for the whole binary).
 func cpuE() (backend.Backend, error) {
 	return backendCache.get("", func() (backend.Backend, error) {
-		be, _, err := loader.NewBackend(loader.BackendCPU, 0)
+		be, _, _, err := loader.NewBackend(loader.BackendCPU, 0)
 		if err != nil {
 			return nil, fmt.Errorf("cpu backend: %w", err)
 		}
@@ -225,11 +228,16 @@ func open(t *testing.T, c *golden.Case, preset string, o engine.Options, v varia
 }
 
 func openE(c *golden.Case, preset string, o engine.Options, v variant) (*model, error) {
-	a, err := artifactE(c, preset)
+	be, err := cpuE()
 	if err != nil {
 		return nil, err
 	}
-	be, err := cpuE()
+	return openOnE(be, c, preset, o, v)
+}
+
+// openOnE opens case c with the named preset on backend be.
+func openOnE(be backend.Backend, c *golden.Case, preset string, o engine.Options, v variant) (*model, error) {
+	a, err := artifactE(c, preset)
 	if err != nil {
 		return nil, err
 	}

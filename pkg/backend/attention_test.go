@@ -10,7 +10,7 @@ import (
 
 func TestAttentionPagedKVFormats(t *testing.T) {
 	r := seeded(t)
-	for _, b := range isas(t) {
+	for _, b := range backends(t) {
 		for _, kf := range []KVFormat{KVBF16, KVInt8G64, KVFP8Row, KVF32} {
 			nh, kvh, hd, pages := 4, 2, 128, 4
 			table := []int32{2, 0, 3, 1} // logical → physical

@@ -17,6 +17,7 @@ import (
 	"unsafe"
 
 	"github.com/ninfer/ninfer/pkg/format"
+	"github.com/ninfer/ninfer/pkg/sample"
 )
 
 // Buffer is one backend allocation. Its memory is owned by the backend and
@@ -96,7 +97,8 @@ type Weight struct {
 	N, K   int
 	View   View
 	Bytes  int64
-	prep   any // backend-private descriptor
+	prep   any  // backend-private descriptor
+	owner  *ops // the backend that prepared it
 }
 
 // StateSlots is a slotted state array: slot s starts at View + s·SlotBytes.
@@ -218,6 +220,8 @@ type Backend interface {
 	DeltaChunked(o, q, k, v, g, beta Tensor, st StateSlots, inSlot View, outSlot int)
 	KVAppend(kv KVLayer, k, v Tensor, pos View)
 	Attention(out, q Tensor, kv KVLayer, pos View, scale float32)
+	// Sample draws the next token on the backend (sampleop.go).
+	Sample(out View, logits Tensor, st SamplerState, cfg sample.Config, rngPos View)
 }
 
 // PerToken as an outSlot writes the state after token t into slot t.
@@ -225,3 +229,36 @@ const PerToken = -1
 
 // DeltaChunk is the chunk length of DeltaChunked.
 const DeltaChunk = 64
+
+// CUDAGraphs reports whether the CUDA backend captures decode steps as CUDA
+// graphs: it implements GraphCapturer (graph.go), and the engine replays
+// its decode and MTP-round steps as graphs unless told not to
+// (--no-cuda-graph), which the bench document reports (config.use_cuda_graph,
+// decode_path cuda_graph / mtp_cuda_graph).
+const CUDAGraphs = true
+
+// Device is implemented by backends that own a separate device (CUDA): the
+// facts the bench environment reports and the measured upload statistics.
+type Device interface {
+	DeviceFacts() DeviceFacts
+	Stats() UploadStats
+}
+
+// DeviceFacts describe the device of a Device backend.
+type DeviceFacts struct {
+	Name                          string
+	ID                            int
+	RuntimeVersion, DriverVersion int // CUDA encoding: 1000·major + 10·minor
+	TotalMem                      int64
+	SMs                           int
+	Simulated                     bool // the host SIMT harness, not a GPU
+}
+
+// UploadStats are measured facts of the uploads so far (the bench
+// document's load object).
+type UploadStats struct {
+	Seconds           float64
+	HostToDeviceBytes int64
+	PeakStagingBytes  int64
+	Uploads           int
+}

@@ -14,7 +14,7 @@ import (
 // reciprocal), and matmul must match the FP64 product with those values.
 func TestKernelsDecodeLikeFormatPackage(t *testing.T) {
 	r := seeded(t)
-	for _, b := range isas(t) {
+	for _, b := range backends(t) {
 		for _, f := range allFormats {
 			n, k := shapeFor(f)
 			src := randn(r, n*k, 0.2)

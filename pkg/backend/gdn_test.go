@@ -102,7 +102,7 @@ func (c gdnCase) run(t *testing.T, b Backend, chunked bool, st []float32, slots,
 
 func TestDeltaRecurrentPerTokenSlots(t *testing.T) {
 	r := seeded(t)
-	for _, b := range isas(t) {
+	for _, b := range backends(t) {
 		for _, T := range []int{1, 4} {
 			c := newGDNCase(r, T, 2, 4, 16, 24)
 			ssz, slots, in := c.nv*c.dk*c.dv, 6, 5
@@ -128,7 +128,7 @@ func TestDeltaRecurrentPerTokenSlots(t *testing.T) {
 
 func TestDeltaChunkedMatchesOracleAndRecurrent(t *testing.T) {
 	r := seeded(t)
-	for _, b := range isas(t) {
+	for _, b := range backends(t) {
 		for _, T := range []int{1, 63, 64, 65, 130} {
 			c := newGDNCase(r, T, 2, 4, 16, 24)
 			ssz, slots, in, out := c.nv*c.dk*c.dv, 3, 1, 2

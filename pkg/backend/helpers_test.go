@@ -50,11 +50,14 @@ func randn(r *rand.Rand, n int, scale float64) []float32 {
 // f64 widens float32 values to float64.
 var f64 = numtest.F64
 
-// isas returns one backend per instruction set this machine can run, each
-// running every op on its 2-thread pool.
-func isas(t *testing.T) []*CPU {
+// backends returns one CPU backend per instruction set this machine can
+// run, each running every op on its 2-thread pool, plus the CUDA backend
+// when this test binary has it (-tags cuda with a usable device, or
+// -tags cudasim: the kernels under the host SIMT harness). Every op test
+// runs on each against the same FP64 oracles and tolerances.
+func backends(t *testing.T) []Backend {
 	t.Helper()
-	var out []*CPU
+	var out []Backend
 	for _, isa := range []string{"scalar", "avx2"} {
 		b, err := NewCPU(CPUOptions{Threads: 2, ISA: isa, AlwaysParallel: true})
 		if err != nil {
@@ -66,6 +69,15 @@ func isas(t *testing.T) []*CPU {
 	}
 	if len(out) == 0 {
 		t.Fatal("no backend")
+	}
+	if CUDABuilt {
+		b, err := NewCUDA(CUDAOptions{})
+		if err != nil {
+			t.Logf("skipping the CUDA backend: %v", err)
+		} else {
+			t.Cleanup(func() { b.Close() })
+			out = append(out, b)
+		}
 	}
 	return out
 }

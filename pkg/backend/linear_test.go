@@ -35,7 +35,7 @@ func TestMatMulAllFormatsAndRegimes(t *testing.T) {
 	// large T with a tail.
 	ts := []int{1, 2, mtTokens - 1, mtTokens, mtTokens + 1, 2*mtTokens + 2,
 		SmallTForTest - 1, SmallTForTest, SmallTForTest + 1, 67}
-	for _, b := range isas(t) {
+	for _, b := range backends(t) {
 		for _, f := range allFormats {
 			n, k := shapeFor(f)
 			p := randPacked(r, f, n, k)
@@ -70,7 +70,7 @@ func TestMatMulAllFormatsAndRegimes(t *testing.T) {
 
 func TestMatMulStridedRowsAndShapeErrors(t *testing.T) {
 	r := seeded(t)
-	b := isas(t)[0]
+	b := backends(t)[0]
 	p := randPacked(r, format.BF16, 24, 40)
 	w := prep(t, b, p)
 	// x is columns [8,48) of a [5,64] buffer; y columns [3,27) of a [5,32] one.
@@ -101,7 +101,7 @@ func TestMatMulStridedRowsAndShapeErrors(t *testing.T) {
 
 func TestEmbedAllFormats(t *testing.T) {
 	r := seeded(t)
-	for _, b := range isas(t) {
+	for _, b := range backends(t) {
 		for _, f := range allFormats {
 			n, k := shapeFor(f)
 			p := randPacked(r, f, n, k)
@@ -124,7 +124,7 @@ func TestEmbedAllFormats(t *testing.T) {
 }
 
 func TestPrepareWeightRejectsWrongSize(t *testing.T) {
-	b := isas(t)[0]
+	b := backends(t)[0]
 	buf, _ := b.Alloc("w", 4096)
 	if _, err := b.PrepareWeight("w", format.Q4G64, 2, 130, View{buf, 0}, 100); err == nil {
 		t.Fatal("wrong payload size accepted")
@@ -146,7 +146,7 @@ func TestPrepareWeightRejectsWrongSize(t *testing.T) {
 // TestMatMulSmallTMatchesGEMV, and against the FP64 oracle at K = 200.)
 func TestMatMulLargeTiles(t *testing.T) {
 	r := seeded(t)
-	for _, b := range isas(t) {
+	for _, b := range backends(t) {
 		for _, c := range []struct {
 			f format.Format
 			T int
@@ -190,7 +190,7 @@ func TestMatMulPrefillGEMM(t *testing.T) {
 		{format.Q5G64, 64, 520, 97}, {format.Q6G64, 150, 330, 67}, {format.Q8G32, 150, 300, 100},
 		{format.NVFP4, 256, 320, 100}, {format.FP8Row, 150, 330, 67},
 	}
-	for _, b := range isas(t) {
+	for _, b := range backends(t) {
 		for _, c := range cases {
 			f, n, k, T := c.f, c.n, c.k, c.T
 			p := randPacked(r, f, n, k)
@@ -267,7 +267,7 @@ func smallTShapes() []fmtShape {
 // strided column windows so the token stride differs from K.
 func TestMatMulSmallTMatchesGEMV(t *testing.T) {
 	r := seeded(t)
-	for _, b := range isas(t) {
+	for _, b := range backends(t) {
 		for _, c := range smallTShapes() {
 			f, n, k := c.f, c.n, c.k
 			w := prep(t, b, randPacked(r, f, n, k))
@@ -344,7 +344,7 @@ func withFullRangeScales(r *rand.Rand, p packed) packed {
 // fpRoutes runs f once per nvfp4/fp8 matmul route of this ISA: the fused
 // AVX2 GEMV (default) and the old table-decode route (NINFER_CPU_FPGEMV=decode;
 // the scalar ISA has only the latter).
-func fpRoutes(t *testing.T, b *CPU, f func(route string)) {
+func fpRoutes(t *testing.T, b Backend, f func(route string)) {
 	f("fused")
 	if b.Name() == "cpu-avx2" {
 		t.Setenv("NINFER_CPU_FPGEMV", "decode")
@@ -362,7 +362,7 @@ func fpRoutes(t *testing.T, b *CPU, f func(route string)) {
 // rounded to fp32 bit for bit; the table route is held to decode_row.
 func TestMatMulFPDecodeOneHot(t *testing.T) {
 	r := seeded(t)
-	for _, b := range isas(t) {
+	for _, b := range backends(t) {
 		for _, c := range fpShapes {
 			p := randPacked(r, c.f, c.n, c.k)
 			if c.f == format.NVFP4 {
@@ -418,7 +418,7 @@ func TestMatMulFPDecodeOneHot(t *testing.T) {
 func TestMatMulFPOracle(t *testing.T) {
 	const xScale = 1.0 / 32
 	r := seeded(t)
-	for _, b := range isas(t) {
+	for _, b := range backends(t) {
 		for _, c := range fpShapes {
 			p := randPacked(r, c.f, c.n, c.k)
 			w := prep(t, b, p)
@@ -454,7 +454,7 @@ func TestMatMulFPOracle(t *testing.T) {
 // exactly the affected output row, on every route and T, never as a number.
 func TestMatMulFPNaNCodes(t *testing.T) {
 	r := seeded(t)
-	for _, b := range isas(t) {
+	for _, b := range backends(t) {
 		for _, c := range fpShapes[:2] {
 			p := randPacked(r, c.f, c.n, c.k)
 			const bad = 5

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/ninfer/ninfer/pkg/backend"
 	"github.com/ninfer/ninfer/pkg/benchfmt"
 	"github.com/ninfer/ninfer/pkg/corpus"
 	"github.com/ninfer/ninfer/pkg/engine"
@@ -57,9 +58,9 @@ func (e Env) withDefaults() Env {
 type Result struct {
 	RunID string
 	Tests []Test
-	// Notes are remarks for stderr. None at present: the memory object is
-	// the plan's, and an engine whose arenas differ from it is an error
-	// (with --spec mtp too).
+	// Notes are remarks for stderr: why --backend auto chose the CPU. (The
+	// memory object is the plan's, and an engine whose arenas differ from
+	// it is an error, with --spec mtp too.)
 	Notes []string
 }
 
@@ -86,6 +87,7 @@ type session struct {
 	eng     *engine.Engine
 	reps    *repRunner
 	run     *benchfmt.RunLine
+	notes   []string
 	closers []func()
 }
 
@@ -127,12 +129,17 @@ func open(p Params, env Env, tests []Test) (s *session, err error) {
 		return s, err
 	}
 
-	be, beName, err := loader.NewBackend(p.Backend, p.Threads)
+	be, beName, note, err := loader.NewBackend(p.Backend, p.Threads)
 	if err != nil {
 		return s, err
 	}
+	if note != "" {
+		s.notes = append(s.notes, note)
+	}
 	s.closers = append(s.closers, func() { be.Close() })
-	graph := beName == loader.BackendCUDA && !p.NoCUDAGraph
+	// Decode graphs need a backend that captures them (CUDA): the engine
+	// replays decode steps and MTP rounds as graphs unless --no-cuda-graph.
+	graph := beName == loader.BackendCUDA && !p.NoCUDAGraph && backend.CUDAGraphs && backend.CapturesGraphs(be)
 
 	need := RequiredContext(tests, p.Spec, p.DraftTokens, graph)
 	maxCtx, err := ResolveMaxContext(p.MaxCtx, need)
@@ -143,7 +150,8 @@ func open(p Params, env Env, tests []Test) (s *session, err error) {
 		return s, fmt.Errorf("%s: %w", p.Weights, err)
 	}
 
-	opts := engine.Options{MaxContext: maxCtx, PrefillChunk: p.PrefillChunk, KVDtype: p.KVDtype, Threads: be.Threads(), StateSlots: 1}
+	opts := engine.Options{MaxContext: maxCtx, PrefillChunk: p.PrefillChunk, KVDtype: p.KVDtype, Threads: be.Threads(), StateSlots: 1,
+		CUDAGraph: graph}
 	if specOn {
 		// A verify pass scores k+1 tokens, each with its own GDN state slot.
 		opts.StateSlots, opts.LogitsRows = p.DraftTokens+1, p.DraftTokens+1
@@ -196,7 +204,7 @@ func open(p Params, env Env, tests []Test) (s *session, err error) {
 	s.run, err = runLine(p, env, w, engineArenas(s.eng, mtp, seqBytes), runFacts{
 		backend: beName, threads: be.Threads(), graph: graph, maxCtx: maxCtx, corpusTokens: len(ids),
 		loadSeconds: loadEnd.Sub(loadStart).Seconds(), uploadSeconds: uploadEnd.Sub(uploadStart).Seconds(),
-		afterWeights: afterWeights, afterStartup: afterStartup, isa: isaOf(be),
+		afterWeights: afterWeights, afterStartup: afterStartup, isa: isaOf(be), device: deviceOf(be),
 	})
 	return s, err
 }
@@ -210,6 +218,7 @@ func Run(ctx context.Context, p Params, env Env, sink Sink) (Result, error) {
 	tests := ExpandTests(p.Prompts, p.Gens, p.Pairs)
 	res := Result{RunID: env.RunID, Tests: tests}
 	s, err := open(p, env, tests)
+	res.Notes = append(res.Notes, s.notes...)
 	if err != nil {
 		return res, err
 	}

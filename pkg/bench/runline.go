@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 
+	"github.com/ninfer/ninfer/pkg/backend"
 	"github.com/ninfer/ninfer/pkg/benchfmt"
 	"github.com/ninfer/ninfer/pkg/loader"
 	"github.com/ninfer/ninfer/pkg/plan"
@@ -17,11 +18,21 @@ type runFacts struct {
 	graph         bool
 	maxCtx        int
 	corpusTokens  int
-	loadSeconds   float64 // open + engine construction + sequence allocation
-	uploadSeconds float64 // engine.New: weights bound into the backend arena
-	afterWeights  int64   // memory available after the weights (A)
-	afterStartup  int64   // memory available after the sequence arena
+	loadSeconds   float64        // open + engine construction + sequence allocation
+	uploadSeconds float64        // engine.New: weights bound into the backend arena
+	afterWeights  int64          // memory available after the weights (A)
+	afterStartup  int64          // memory available after the sequence arena
+	device        backend.Device // nil for the CPU backend
 }
+
+// deviceOf returns the device facts of a device backend (CUDA), else nil.
+func deviceOf(be backend.Backend) backend.Device {
+	d, _ := be.(backend.Device)
+	return d
+}
+
+// cudaVersion formats CUDA's 1000·major + 10·minor encoding as "13.0".
+func cudaVersion(v int) string { return fmt.Sprintf("%d.%d", v/1000, v%1000/10) }
 
 // runLine builds the run line: environment, artifact, load, memory (the
 // plan of pkg/plan, checked against the engine's real arenas) and config.
@@ -33,6 +44,15 @@ func runLine(p Params, env Env, w *loader.Weights, real arenas, f runFacts) (*be
 		Threads: benchfmt.Ptr(int64(f.threads))}
 	if name := env.CPUName(); name != "" {
 		e.CPUName = &name
+	}
+	staging, h2d := int64(0), real.weights
+	if f.device != nil {
+		df, st := f.device.DeviceFacts(), f.device.Stats()
+		e.GPUName = benchfmt.Ptr(df.Name)
+		e.CUDARuntimeVersion = benchfmt.Ptr(cudaVersion(df.RuntimeVersion))
+		e.CUDADriverVersion = benchfmt.Ptr(cudaVersion(df.DriverVersion))
+		e.DeviceID = benchfmt.Ptr(int64(df.ID))
+		staging, h2d = st.PeakStagingBytes, st.HostToDeviceBytes
 	}
 	if f.isa != "" {
 		e.Extra = append(e.Extra, benchfmt.RawField{Key: "isa", JSON: benchfmt.QuoteString(f.isa)})
@@ -62,7 +82,7 @@ func runLine(p Params, env Env, w *loader.Weights, real arenas, f runFacts) (*be
 	load := benchfmt.Load{
 		Architecture: af.Architecture, Name: af.Name, Formats: af.Formats(), PrefillSignature: sig,
 		LoadSeconds: f.loadSeconds, UploadSeconds: f.uploadSeconds,
-		ArtifactBytesRead: read, HostToDeviceBytes: real.weights, PeakStagingBytes: 0,
+		ArtifactBytesRead: read, HostToDeviceBytes: h2d, PeakStagingBytes: staging,
 		DeviceObjectCount: device, HostObjectCount: int64(len(af.ResourceObjects())),
 	}
 	if load.Formats == nil {

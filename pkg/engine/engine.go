@@ -21,6 +21,11 @@ type Options struct {
 	Threads      int    // informational: the backend owns its thread pool
 	StateSlots   int    // GDN state slots per layer (≥ 1; >1 for speculative verify); 0 = 1
 	LogitsRows   int    // rows of the logits workspace (all-logits prefill runs the head in pieces); 0 = 1
+	// CUDAGraph replays decode steps (Decode, Verify and the MTP head's
+	// steps) as backend graphs, each shape captured on its second use
+	// (graph.go); the results are identical to eager runs. It needs a
+	// backend.GraphCapturer (CUDA) and is ignored on others (CPU).
+	CUDAGraph bool
 }
 
 // layer is one decoder layer's bound weights.

@@ -24,8 +24,10 @@ func (p *stepper) dense(t, cols int) backend.Tensor {
 
 // step runs T tokens (s.hostIDs[:T]) at positions s.n.. through the model.
 // When dst is non-nil it receives the logits of rows [from, from+len(dst)/V).
-// outSlot is the GDN output slot (backend.PerToken for verify).
-func (s *Sequence) step(T, from int, dst []float32, outSlot int) error {
+// outSlot is the GDN output slot (backend.PerToken for verify). With graph
+// (Decode, Verify) and the sequence's graph cache on, the step's ops run as
+// a backend graph when its logits fit one pass of the head (graph.go).
+func (s *Sequence) step(T, from int, dst []float32, outSlot int, graph bool) error {
 	e, be, c := s.e, s.e.be, s.e.cfg
 	for i := 0; i < T; i++ {
 		s.hostPos[i] = int32(s.n + i)
@@ -36,29 +38,14 @@ func (s *Sequence) step(T, from int, dst []float32, outSlot int) error {
 	if err := be.UploadI32(s.pos, s.hostPos[:T]); err != nil {
 		return fmt.Errorf("engine: positions: %w", err)
 	}
-	eps := float32(c.RMSNormEps)
-	e.ws.Reset()
-	p := stepper{ws: e.ws}
-	x, xn := p.dense(T, c.HiddenSize), p.dense(T, c.HiddenSize)
-	e.residualT = T // x stays at offset 0 until the next step (mtp.go)
-	be.Embed(x, e.embed, s.ids)
-	for i := range e.layers {
-		ly := &e.layers[i]
-		be.RMSNorm(xn, x, ly.inNorm, eps, true)
-		m := e.ws.Mark()
-		if ly.full {
-			s.attention(&p, ly, x, xn, T)
-		} else {
-			s.gdn(&p, ly, x, xn, T, outSlot)
-		}
-		e.ws.Release(m)
-		be.RMSNorm(xn, x, ly.postNorm, eps, true)
-		swigluMLP(be, ly, x, xn, p.dense(T, c.IntermediateSize), p.dense(T, c.IntermediateSize))
-		e.ws.Release(m)
+	V, LR := c.VocabSize, e.opts.LogitsRows
+	n := len(dst) / V
+	if graph && s.graphs != nil && n <= LR {
+		return s.graphStep(T, from, dst, outSlot, n)
 	}
+	eps := float32(c.RMSNormEps)
+	p, x, xn := s.body(T, outSlot)
 	if dst != nil {
-		V, LR := c.VocabSize, e.opts.LogitsRows
-		n := len(dst) / V
 		be.RMSNorm(xn.Rows(from, n), x.Rows(from, n), e.final, eps, true)
 		lg := p.dense(LR, V)
 		for r := 0; r < n; r += LR {
@@ -81,6 +68,70 @@ func (s *Sequence) step(T, from int, dst []float32, outSlot int) error {
 	}
 	s.n += T
 	return nil
+}
+
+// graphStep is step's graph path: the same ops as the eager path with n ≤
+// LogitsRows logits rows (one pass of the head), queued by the graph cache,
+// then one sync and the logits download.
+func (s *Sequence) graphStep(T, from int, dst []float32, outSlot, n int) error {
+	e, be, c := s.e, s.e.be, s.e.cfg
+	key := graphKey{kind: graphTarget, T: T, outSlot: outSlot, from: from, rows: n}
+	lg, err := s.graphs.run(key, e.ws, func() (backend.Tensor, error) {
+		p, x, xn := s.body(T, outSlot)
+		var lg backend.Tensor
+		if n > 0 {
+			be.RMSNorm(xn.Rows(from, n), x.Rows(from, n), e.final, float32(c.RMSNormEps), true)
+			lg = p.dense(e.opts.LogitsRows, c.VocabSize)
+			be.MatMul(lg.Rows(0, n), xn.Rows(from, n), e.head, false)
+		}
+		if p.err != nil {
+			return backend.Tensor{}, fmt.Errorf("engine: workspace: %w", p.err)
+		}
+		return lg, nil
+	})
+	e.residualT = T // x stays at offset 0 until the next step (mtp.go)
+	if err != nil {
+		return err
+	}
+	if err := be.Sync(); err != nil {
+		return fmt.Errorf("engine: step at position %d: %w", s.n, err)
+	}
+	if n > 0 {
+		if err := be.DownloadF32(dst[:n*c.VocabSize], lg.View); err != nil {
+			return fmt.Errorf("engine: logits: %w", err)
+		}
+		s.lastRow = lg.Rows(n-1, 1)
+	}
+	s.n += T
+	return nil
+}
+
+// body resets the workspace and queues the embedding and every decoder
+// layer of a T-token step. It returns the stepper (for the head's
+// allocations), the residual x (workspace offset 0) and its norm buffer xn.
+func (s *Sequence) body(T, outSlot int) (p stepper, x, xn backend.Tensor) {
+	e, be, c := s.e, s.e.be, s.e.cfg
+	eps := float32(c.RMSNormEps)
+	e.ws.Reset()
+	p = stepper{ws: e.ws}
+	x, xn = p.dense(T, c.HiddenSize), p.dense(T, c.HiddenSize)
+	e.residualT = T // x stays at offset 0 until the next step (mtp.go)
+	be.Embed(x, e.embed, s.ids)
+	for i := range e.layers {
+		ly := &e.layers[i]
+		be.RMSNorm(xn, x, ly.inNorm, eps, true)
+		m := e.ws.Mark()
+		if ly.full {
+			s.attention(&p, ly, x, xn, T)
+		} else {
+			s.gdn(&p, ly, x, xn, T, outSlot)
+		}
+		e.ws.Release(m)
+		be.RMSNorm(xn, x, ly.postNorm, eps, true)
+		swigluMLP(be, ly, x, xn, p.dense(T, c.IntermediateSize), p.dense(T, c.IntermediateSize))
+		e.ws.Release(m)
+	}
+	return p, x, xn
 }
 
 // attention is the gated full-attention mixer; it adds o_proj(...) into x.

@@ -488,7 +488,7 @@ func (ms *MTPSequence) Draft(next int32, n int) ([]int32, error) {
 // row's full-head logits are appended to RowLogits.
 func (ms *MTPSequence) step(h backend.Tensor, ids []int32, pos0 int, draft bool) error {
 	m, e := ms.m, ms.m.e
-	be, c := e.be, e.cfg
+	be := e.be
 	T := len(ids)
 	if T > m.rows || h.T != T {
 		return fmt.Errorf("engine: mtp: step of %d rows (hidden %d, workspace %d)", T, h.T, m.rows)
@@ -506,73 +506,25 @@ func (ms *MTPSequence) step(h backend.Tensor, ids []int32, pos0 int, draft bool)
 	if err := be.UploadI32(ms.pos, ms.hostPs[:T]); err != nil {
 		return fmt.Errorf("engine: mtp positions: %w", err)
 	}
-	H, eps := c.HiddenSize, float32(c.RMSNormEps)
-	// The phases of layout.MTPWorkspace in the target's workspace: the
-	// target step's residual stays live at offset 0 (capture may read it
-	// after this step), then mtp.x and mtp.x_norm for the whole step and
-	// one phase at a time on top.
-	e.ws.Reset()
-	p := stepper{ws: e.ws}
-	p.dense(e.residualT, H)
-	x, xn := p.dense(T, H), p.dense(T, H)
-	mark := e.ws.Mark()
-	emb, cat := p.dense(T, H), p.dense(T, 2*H)
-	if p.err != nil {
-		return fmt.Errorf("engine: mtp workspace: %w", p.err)
+	var am backend.View
+	var err error
+	// Decode-round steps (the rows of a verify, or one draft) replay as
+	// graphs; prefill-sized steps run eagerly.
+	if ms.s.graphs != nil && !ms.Logits && T <= e.opts.StateSlots {
+		key := graphKey{kind: graphMTP, T: T, resT: e.residualT, h: h.View, draft: draft}
+		var out backend.Tensor
+		out, err = ms.s.graphs.run(key, e.ws, func() (backend.Tensor, error) {
+			v, err := ms.queue(h, T, pos0, draft)
+			return backend.Tensor{View: v}, err
+		})
+		am = out.View
+	} else {
+		am, err = ms.queue(h, T, pos0, draft)
 	}
-	be.Embed(emb, e.embed, ms.ids)
-	be.RMSNorm(cat.Cols(0, H), emb, m.normE, eps, true)
-	be.RMSNorm(cat.Cols(H, H), h, m.normH, eps, true)
-	be.MatMul(x, cat, m.fc, false)
-	e.ws.Release(mark)
-	ly := &m.ly
-	be.RMSNorm(xn, x, ly.inNorm, eps, true)
-	if err := ms.attention(&p, ly, x, xn, T); err != nil {
+	if err != nil {
 		return err
 	}
-	e.ws.Release(mark)
-	be.RMSNorm(xn, x, ly.postNorm, eps, true)
-	g, u := p.dense(T, c.IntermediateSize), p.dense(T, c.IntermediateSize)
-	if p.err != nil {
-		return fmt.Errorf("engine: mtp workspace: %w", p.err)
-	}
-	swigluMLP(be, ly, x, xn, g, u)
-	e.ws.Release(mark)
-	LR := e.opts.LogitsRows
-	hn := p.dense(T, H)
-	lgBuf := p.dense(LR, c.VocabSize) // the proposal head has ≤ V rows
-	am := p.dense(LR, 1).View         // int32 [LR]
-	if p.err != nil {
-		return fmt.Errorf("engine: mtp workspace: %w", p.err)
-	}
-	be.RMSNorm(hn, x, m.norm, eps, true)
-	if ms.Logits {
-		V := c.VocabSize
-		lg := backend.Dense(lgBuf.View, LR, V)
-		start := len(ms.RowLogits)
-		ms.RowLogits = append(ms.RowLogits, make([]float32, T*V)...)
-		for r := 0; r < T; r += LR {
-			k := min(LR, T-r)
-			be.MatMul(lg.Rows(0, k), hn.Rows(r, k), e.head, false)
-			if err := be.Sync(); err != nil {
-				return fmt.Errorf("engine: mtp step at position %d: %w", pos0, err)
-			}
-			if err := be.DownloadF32(ms.RowLogits[start+r*V:start+(r+k)*V], lg.View); err != nil {
-				return fmt.Errorf("engine: mtp logits: %w", err)
-			}
-		}
-	}
-	be.Copy(ms.mh.View, hn.Rows(T-1, 1).View, 4*int64(H))
 	ms.mhPos = pos0 + T - 1
-	if draft {
-		head := e.head
-		if m.draft != nil {
-			head = m.draft
-		}
-		lg := backend.Dense(lgBuf.View, 1, head.N)
-		be.MatMul(lg, hn.Rows(T-1, 1), head, false)
-		be.Argmax(am, lg)
-	}
 	if err := be.Sync(); err != nil {
 		return fmt.Errorf("engine: mtp step at position %d: %w", pos0, err)
 	}
@@ -590,6 +542,82 @@ func (ms *MTPSequence) step(h backend.Tensor, ids []int32, pos0 int, draft bool)
 		ms.mhTok = tok
 	}
 	return nil
+}
+
+// queue queues the MTP step's ops over T rows (step; the control values are
+// on the device already) and returns the view its draft argmax lands in.
+// Only the ms.Logits debug path syncs and downloads inside it; the graph
+// path (Options.CUDAGraph) never takes it.
+func (ms *MTPSequence) queue(h backend.Tensor, T, pos0 int, draft bool) (backend.View, error) {
+	m, e := ms.m, ms.m.e
+	be, c := e.be, e.cfg
+	H, eps := c.HiddenSize, float32(c.RMSNormEps)
+	// The phases of layout.MTPWorkspace in the target's workspace: the
+	// target step's residual stays live at offset 0 (capture may read it
+	// after this step), then mtp.x and mtp.x_norm for the whole step and
+	// one phase at a time on top.
+	e.ws.Reset()
+	p := stepper{ws: e.ws}
+	p.dense(e.residualT, H)
+	x, xn := p.dense(T, H), p.dense(T, H)
+	mark := e.ws.Mark()
+	emb, cat := p.dense(T, H), p.dense(T, 2*H)
+	if p.err != nil {
+		return backend.View{}, fmt.Errorf("engine: mtp workspace: %w", p.err)
+	}
+	be.Embed(emb, e.embed, ms.ids)
+	be.RMSNorm(cat.Cols(0, H), emb, m.normE, eps, true)
+	be.RMSNorm(cat.Cols(H, H), h, m.normH, eps, true)
+	be.MatMul(x, cat, m.fc, false)
+	e.ws.Release(mark)
+	ly := &m.ly
+	be.RMSNorm(xn, x, ly.inNorm, eps, true)
+	if err := ms.attention(&p, ly, x, xn, T); err != nil {
+		return backend.View{}, err
+	}
+	e.ws.Release(mark)
+	be.RMSNorm(xn, x, ly.postNorm, eps, true)
+	g, u := p.dense(T, c.IntermediateSize), p.dense(T, c.IntermediateSize)
+	if p.err != nil {
+		return backend.View{}, fmt.Errorf("engine: mtp workspace: %w", p.err)
+	}
+	swigluMLP(be, ly, x, xn, g, u)
+	e.ws.Release(mark)
+	LR := e.opts.LogitsRows
+	hn := p.dense(T, H)
+	lgBuf := p.dense(LR, c.VocabSize) // the proposal head has ≤ V rows
+	am := p.dense(LR, 1).View         // int32 [LR]
+	if p.err != nil {
+		return backend.View{}, fmt.Errorf("engine: mtp workspace: %w", p.err)
+	}
+	be.RMSNorm(hn, x, m.norm, eps, true)
+	if ms.Logits {
+		V := c.VocabSize
+		lg := backend.Dense(lgBuf.View, LR, V)
+		start := len(ms.RowLogits)
+		ms.RowLogits = append(ms.RowLogits, make([]float32, T*V)...)
+		for r := 0; r < T; r += LR {
+			k := min(LR, T-r)
+			be.MatMul(lg.Rows(0, k), hn.Rows(r, k), e.head, false)
+			if err := be.Sync(); err != nil {
+				return backend.View{}, fmt.Errorf("engine: mtp step at position %d: %w", pos0, err)
+			}
+			if err := be.DownloadF32(ms.RowLogits[start+r*V:start+(r+k)*V], lg.View); err != nil {
+				return backend.View{}, fmt.Errorf("engine: mtp logits: %w", err)
+			}
+		}
+	}
+	be.Copy(ms.mh.View, hn.Rows(T-1, 1).View, 4*int64(H))
+	if draft {
+		head := e.head
+		if m.draft != nil {
+			head = m.draft
+		}
+		lg := backend.Dense(lgBuf.View, 1, head.N)
+		be.MatMul(lg, hn.Rows(T-1, 1), head, false)
+		be.Argmax(am, lg)
+	}
+	return am, nil
 }
 
 // attention is the MTP layer's gated full attention over its own KV cache

@@ -29,6 +29,7 @@ type Sequence struct {
 	slot     int32 // current GDN state slot
 	verifyAt int   // position before the last Verify, −1 if none
 	verifyT  int
+	graphs   *graphCache // decode-step graphs (Options.CUDAGraph); nil = eager
 }
 
 // ErrContext is returned when a request would exceed the context limit.
@@ -46,7 +47,7 @@ func (e *Engine) NewSequence() (*Sequence, error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	s := &Sequence{e: e, arena: arena, pages: g.Pages, verifyAt: -1}
+	s := &Sequence{e: e, arena: arena, pages: g.Pages, verifyAt: -1, graphs: newGraphCache(e)}
 	views, err := carve(arena, lay)
 	if err != nil {
 		e.be.Free(arena.Buffer())
@@ -116,8 +117,20 @@ func (s *Sequence) Bytes() int64 { return s.arena.Cap() }
 // Pos is the number of tokens in the sequence (the next position).
 func (s *Sequence) Pos() int { return s.n }
 
-// Close frees the sequence arena.
-func (s *Sequence) Close() { s.e.be.Free(s.arena.Buffer()) }
+// Close releases the sequence's graphs and frees its arena.
+func (s *Sequence) Close() {
+	s.graphs.close()
+	s.e.be.Free(s.arena.Buffer())
+}
+
+// GraphStats reports the graphs the sequence captured and launched (both 0
+// when it runs eagerly: Options.CUDAGraph off or a backend without graphs).
+func (s *Sequence) GraphStats() (captures, launches int) {
+	if s.graphs == nil {
+		return 0, 0
+	}
+	return s.graphs.captures, s.graphs.launches
+}
 
 // Reset empties the sequence: position 0, zero GDN state in slot 0.
 func (s *Sequence) Reset() error {
@@ -173,11 +186,11 @@ func (s *Sequence) Prefill(ids []int32, all bool) ([]float32, error) {
 		var err error
 		switch {
 		case all:
-			err = s.step(T, 0, out[done*V:(done+T)*V], int(s.slot))
+			err = s.step(T, 0, out[done*V:(done+T)*V], int(s.slot), false)
 		case done+T == len(ids):
-			err = s.step(T, T-1, out, int(s.slot))
+			err = s.step(T, T-1, out, int(s.slot), false)
 		default:
-			err = s.step(T, 0, nil, int(s.slot))
+			err = s.step(T, 0, nil, int(s.slot), false)
 		}
 		if err != nil {
 			return nil, err
@@ -195,7 +208,7 @@ func (s *Sequence) Decode(id int32) ([]float32, error) {
 		return nil, err
 	}
 	s.hostIDs[0] = id
-	if err := s.step(1, 0, s.logits, int(s.slot)); err != nil {
+	if err := s.step(1, 0, s.logits, int(s.slot), true); err != nil {
 		return nil, err
 	}
 	s.verifyAt = -1
@@ -216,7 +229,7 @@ func (s *Sequence) Verify(ids []int32) ([]float32, error) {
 	out := make([]float32, len(ids)*V)
 	copy(s.hostIDs, ids)
 	at := s.n
-	if err := s.step(len(ids), 0, out, backend.PerToken); err != nil {
+	if err := s.step(len(ids), 0, out, backend.PerToken, true); err != nil {
 		return nil, err
 	}
 	s.verifyAt, s.verifyT = at, len(ids)

@@ -83,23 +83,42 @@ const (
 // scratch, so a typo like 100000 must not start that many.
 const MaxThreads = 1024
 
-// NewBackend returns the named backend: auto = CUDA when built in and a
-// device is present, else CPU.
-func NewBackend(name string, threads int) (backend.Backend, string, error) {
+// NewBackend returns the named backend: auto = CUDA when this binary has it
+// (make cuda) and a device is usable, else the CPU; then note says in one
+// line why the CPU was chosen (no driver, driver too old, no device), for
+// the caller to print on stderr. The simulated CUDA backend (-tags cudasim,
+// for tests) is used only when asked for by name.
+func NewBackend(name string, threads int) (be backend.Backend, chosen, note string, err error) {
 	if threads < 0 || threads > MaxThreads {
-		return nil, "", fmt.Errorf("--threads %d is outside [0, %d] (0 = all cores)", threads, MaxThreads)
+		return nil, "", "", fmt.Errorf("--threads %d is outside [0, %d] (0 = all cores)", threads, MaxThreads)
 	}
 	switch name {
-	case "", BackendAuto, BackendCPU:
+	case "", BackendAuto:
+		if backend.CUDABuilt && !backend.CUDASimulated {
+			g, err := backend.NewCUDA(backend.CUDAOptions{})
+			if err == nil {
+				return g, BackendCUDA, "", nil
+			}
+			note = fmt.Sprintf("--backend auto: using the CPU backend: %v", err)
+		}
+		fallthrough
+	case BackendCPU:
 		cpu, err := backend.NewCPU(backend.CPUOptions{Threads: threads})
 		if err != nil {
-			return nil, "", err
+			return nil, "", "", err
 		}
-		return cpu, BackendCPU, nil
+		return cpu, BackendCPU, note, nil
 	case BackendCUDA:
-		return nil, "", fmt.Errorf("--backend cuda: this build has no CUDA backend (build with -tags cuda on a machine with the CUDA toolkit)")
+		if !backend.CUDABuilt {
+			return nil, "", "", fmt.Errorf("--backend cuda: this binary has no CUDA backend (build it with `make cuda`)")
+		}
+		g, err := backend.NewCUDA(backend.CUDAOptions{})
+		if err != nil {
+			return nil, "", "", fmt.Errorf("--backend cuda: %w", err)
+		}
+		return g, BackendCUDA, "", nil
 	}
-	return nil, "", fmt.Errorf("unknown backend %q (want auto, cpu or cuda)", name)
+	return nil, "", "", fmt.Errorf("unknown backend %q (want auto, cpu or cuda)", name)
 }
 
 // LoadStats are the storage statistics of the schema-15 `load` object.

@@ -60,6 +60,10 @@ type Options struct {
 	Spec        string
 	DraftTokens int
 	LMHeadDraft bool
+	// NoCUDAGraph decodes eagerly on the CUDA backend (by default its
+	// decode steps and MTP rounds replay as CUDA graphs; the tokens are
+	// the same either way). The CPU backend never uses graphs.
+	NoCUDAGraph bool
 	// Log receives load progress and memory lines; nil = silent.
 	Log io.Writer
 }
@@ -188,10 +192,15 @@ func Open(o Options) (r *Runner, err error) {
 	if err = r.setEOS(); err != nil {
 		return r, err
 	}
-	if r.be, r.beName, err = loader.NewBackend(o.Backend, o.Threads); err != nil {
+	var note string
+	if r.be, r.beName, note, err = loader.NewBackend(o.Backend, o.Threads); err != nil {
 		return r, err
 	}
-	eo := engine.Options{MaxContext: o.MaxContext, PrefillChunk: o.PrefillChunk, KVDtype: o.KVDtype, Threads: o.Threads}
+	if note != "" {
+		logf("%s", note)
+	}
+	eo := engine.Options{MaxContext: o.MaxContext, PrefillChunk: o.PrefillChunk, KVDtype: o.KVDtype, Threads: o.Threads,
+		CUDAGraph: r.beName == loader.BackendCUDA && !o.NoCUDAGraph}
 	if specOn {
 		// A verify pass scores k+1 tokens, each with its own GDN state slot.
 		eo.StateSlots, eo.LogitsRows = o.DraftTokens+1, o.DraftTokens+1

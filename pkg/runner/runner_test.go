@@ -57,7 +57,7 @@ func manualGreedy(t *testing.T, path string, prompt []int32, n int) []int32 {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	be, _, err := loader.NewBackend("cpu", 2)
+	be, _, _, err := loader.NewBackend("cpu", 2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# One prepared run of the CUDA backend on a machine with an NVIDIA GPU and
+# its driver, but no network and no Go or CUDA toolchain: it uses only what
+# `make device-bundle` built into build/device/ (binaries and `go test -c`
+# executables, static cudart). Budget: ≤ 8 minutes.
+#
+#   scripts/device-check.sh OUTDIR
+#
+# Writes into OUTDIR (flat, ≤ 8 files): summary.txt (one PASS/FAIL/SKIP line
+# per check, the device, the versions), ops.log (every op, CUDA vs the CPU
+# backend and the FP64 oracles), golden.log (golden models on CUDA: fp32
+# path vs transformers, greedy vs CPU, MTP lossless), ptxcheck.log (the
+# harness's PTX emulations vs the real instructions), sanitizer.log
+# (compute-sanitizer memcheck and racecheck on a short decode, when the
+# bundle has it), bench.jsonl and report.md (a small bench | report).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${1:?usage: scripts/device-check.sh OUTDIR}
+mkdir -p "$out"
+b=build/device
+sum="$out/summary.txt"
+: >"$sum"
+start=$(date +%s)
+note() { echo "$*" | tee -a "$sum"; }
+result() { # name rc
+  if [ "$2" = 0 ]; then note "PASS $1"; else note "FAIL $1 (exit $2)"; fi
+}
+[ -x "$b/ninfer-bench" ] || { note "FAIL bundle: $b/ninfer-bench missing (run make device-bundle first)"; exit 1; }
+
+note "device-check $(date -u +%FT%TZ)"
+if command -v nvidia-smi >/dev/null 2>&1; then
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed 's/^/gpu: /' | tee -a "$sum"
+else
+  note "FAIL no nvidia-smi: this machine has no NVIDIA driver"
+  exit 1
+fi
+note "bundle: $(cat $b/BUILD_INFO 2>/dev/null)"
+
+# 1. Every op on CUDA against the CPU backend and the FP64 oracles.
+(cd pkg/backend && timeout 150 "../../$b/backend.test" -test.v -test.count=1) >"$out/ops.log" 2>&1
+result "ops: pkg/backend tests on cpu + cuda ($(grep -c '^=== RUN' "$out/ops.log") runs)" $?
+grep -q 'skipping the CUDA backend' "$out/ops.log" && note "FAIL ops: the CUDA backend was skipped: $(grep -m1 'skipping the CUDA backend' "$out/ops.log")"
+
+# 2. The PTX emulations of the harness against the real instructions.
+if [ -x "$b/ptxcheck" ]; then
+  timeout 60 "$b/ptxcheck" >"$out/ptxcheck.log" 2>&1
+  result "ptxcheck: harness emulations (mma.sync, ldmatrix, cp.async) == hardware" $?
+else
+  note "SKIP ptxcheck: not in the bundle"
+fi
+
+# 3. Golden models on CUDA.
+(cd internal/goldentest && timeout 150 "../../$b/goldentest.test" -test.v -test.count=1 -test.run 'CUDA') >"$out/golden.log" 2>&1
+result "golden: fp32 path vs transformers, greedy vs CPU, MTP k=1..3 lossless on CUDA" $?
+
+# 4. compute-sanitizer on a short decode.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$b/ninfer-testmodel" --force "$tmp/hf" >/dev/null 2>&1 && "$b/ninfer-convert" --force --recipe q8 "$tmp/hf" "$tmp/m.ninfer" >/dev/null 2>&1
+san=$(ls $b/sanitizer/compute-sanitizer 2>/dev/null || command -v compute-sanitizer || true)
+if [ -n "$san" ]; then
+  : >"$out/sanitizer.log"
+  for tool in memcheck racecheck; do
+    echo "1 2 3 4 5 6 7 8" | timeout 90 "$san" --tool $tool --error-exitcode 3 "$b/ninfer-run" --backend cuda --weights "$tmp/m.ninfer" --ids --max-new 8 >>"$out/sanitizer.log" 2>&1
+    result "compute-sanitizer $tool: short decode" $?
+  done
+else
+  note "SKIP compute-sanitizer: not in the bundle and not installed"
+fi
+
+# 5. A small bench | report on CUDA.
+if [ -f "$tmp/m.ninfer" ]; then
+  awk 'BEGIN { s = 7; for (i = 0; i < 2048; i++) { s = (s * 69069 + 1) % 4294967296; printf "%d%s", int(s / 65536) % 256, (i % 16 == 15) ? "\n" : " " } }' >"$tmp/corpus.ids"
+  timeout 120 "$b/ninfer-bench" --backend cuda --weights "$tmp/m.ninfer" --corpus "$tmp/corpus.ids" -p 64 -n 32 -r 3 --output-file "$out/bench.jsonl" >/dev/null 2>"$out/bench.err"
+  rc=$?
+  result "bench: tiny model pp64/tg32 on cuda" $rc
+  [ $rc = 0 ] && "$b/ninfer-report" --format md "$out/bench.jsonl" >"$out/report.md" 2>>"$out/bench.err"
+  tail -n 5 "$out/bench.err" >>"$sum"
+  rm -f "$out/bench.err"
+fi
+note "elapsed $(( $(date +%s) - start )) s"
+grep -q '^FAIL' "$sum" && exit 1
+exit 0
