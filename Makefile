@@ -105,7 +105,7 @@ SIM_HASH  = $(shell cat $(CUDA_SRC) $(CUDA_HDR) $(wildcard kernels/cuda/simt/*.h
 # Op-level packages run whole (every op test on every backend); the model
 # packages run their CUDA tests only (their CPU tests ran in make test).
 SIM_PKGS       ?= ./kernels/cuda/... ./pkg/backend/...
-SIM_MODEL_PKGS ?= ./pkg/engine/... ./internal/goldentest/...
+SIM_MODEL_PKGS ?= ./pkg/engine/... ./pkg/bench/... ./internal/goldentest/...
 
 test-simt:
 	kernels/cuda/simt/run-tests.sh
@@ -135,6 +135,7 @@ device-bundle: cuda-kernels
 		./cmd/ninfer-testmodel ./cmd/ninfer-convert ./cmd/ninfer-run ./cmd/ninfer-bench ./cmd/ninfer-report
 	CGO_LDFLAGS="-L$(CUDA_DIR)/lib -L$(CUDA_DIR)/lib64" $(GO) test -c -tags cuda -trimpath -ldflags='-s -w' -o $(DEVICE_DIR)/backend.test ./pkg/backend
 	CGO_LDFLAGS="-L$(CUDA_DIR)/lib -L$(CUDA_DIR)/lib64" $(GO) test -c -tags cuda -trimpath -ldflags='-s -w' -o $(DEVICE_DIR)/goldentest.test ./internal/goldentest
+	CGO_LDFLAGS="-L$(CUDA_DIR)/lib -L$(CUDA_DIR)/lib64" $(GO) test -c -tags cuda -trimpath -ldflags='-s -w' -o $(DEVICE_DIR)/engine.test ./pkg/engine
 	@if [ -f kernels/cuda/simt/ptxcheck_gpu.cu ]; then kernels/cuda/simt/build-ptxcheck.sh $(NVCC) $(DEVICE_DIR)/ptxcheck; fi
 	@echo "$$(git rev-parse --short HEAD 2>/dev/null) $$(date -u +%FT%TZ)" > $(DEVICE_DIR)/BUILD_INFO
 	@du -sh $(DEVICE_DIR)

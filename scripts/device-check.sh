@@ -9,7 +9,7 @@
 # Writes into OUTDIR (flat, ≤ 8 files): summary.txt (one PASS/FAIL/SKIP line
 # per check, the device, the versions), ops.log (every op, CUDA vs the CPU
 # backend and the FP64 oracles), golden.log (golden models on CUDA: fp32
-# path vs transformers, greedy vs CPU, MTP lossless), ptxcheck.log (the
+# path vs transformers, greedy vs CPU, MTP lossless; graph vs eager), ptxcheck.log (the
 # harness's PTX emulations vs the real instructions), sanitizer.log
 # (compute-sanitizer memcheck and racecheck on a short decode, when the
 # bundle has it), bench.jsonl and report.md (a small bench | report).
@@ -52,6 +52,11 @@ fi
 # 3. Golden models on CUDA.
 (cd internal/goldentest && timeout 150 "../../$b/goldentest.test" -test.v -test.count=1 -test.run 'CUDA') >"$out/golden.log" 2>&1
 result "golden: fp32 path vs transformers, greedy vs CPU, MTP k=1..3 lossless on CUDA" $?
+
+# 3b. CUDA graphs: greedy and MTP speculative generation replayed as graphs
+# equal eager runs token for token.
+(cd pkg/engine && timeout 90 "../../$b/engine.test" -test.v -test.count=1 -test.run 'CUDAGraph') >>"$out/golden.log" 2>&1
+result "graphs: decode and MTP rounds as CUDA graphs == eager" $?
 
 # 4. compute-sanitizer on a short decode.
 tmp=$(mktemp -d)

@@ -246,8 +246,8 @@ __device__ __forceinline__ void ni_smp_chunk(int n, int &lo, int &hi) {
 }
 
 /* The id of the r-th (0-based) item, in id order, among those with flag
- * set, where each thread counted `cnt` flagged items in its chunk. Returns
- * -1 on every thread but the one that holds it... broadcast through s. */
+ * set, where each thread counted `cnt` flagged items in its chunk; every
+ * thread gets it (through s), -1 if there is no such item. */
 template <class F>
 __device__ __forceinline__ int ni_smp_nth(int n, int cnt, int r, F flag, ni_smp_shared &s) {
     const int before = ni_smp_scan(cnt, s);

@@ -151,7 +151,7 @@ func open(p Params, env Env, tests []Test) (s *session, err error) {
 	}
 
 	opts := engine.Options{MaxContext: maxCtx, PrefillChunk: p.PrefillChunk, KVDtype: p.KVDtype, Threads: be.Threads(), StateSlots: 1,
-		CUDAGraph: graph}
+		CUDAGraph: graph, Progress: env.Progress}
 	if specOn {
 		// A verify pass scores k+1 tokens, each with its own GDN state slot.
 		opts.StateSlots, opts.LogitsRows = p.DraftTokens+1, p.DraftTokens+1

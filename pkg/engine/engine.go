@@ -6,6 +6,7 @@ package engine
 
 import (
 	"fmt"
+	"io"
 	"math"
 
 	"github.com/ninfer/ninfer/pkg/backend"
@@ -26,6 +27,9 @@ type Options struct {
 	// (graph.go); the results are identical to eager runs. It needs a
 	// backend.GraphCapturer (CUDA) and is ignored on others (CPU).
 	CUDAGraph bool
+	// Progress, when set, receives an upload progress bar of the weights
+	// (drawn only on a terminal; pkg/progress).
+	Progress io.Writer
 }
 
 // layer is one decoder layer's bound weights.
@@ -99,7 +103,7 @@ func New(w Weights, be backend.Backend, o Options) (*Engine, error) {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	e := &Engine{cfg: cfg, be: be, opts: o, kvFmt: kf}
-	arena, bd, err := bindWeights(be, w, cfg)
+	arena, bd, err := bindWeights(be, w, cfg, o.Progress)
 	if err != nil {
 		return nil, err
 	}

@@ -3,11 +3,13 @@ package engine
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
 
 	"github.com/ninfer/ninfer/pkg/backend"
 	"github.com/ninfer/ninfer/pkg/format"
 	"github.com/ninfer/ninfer/pkg/layout"
+	"github.com/ninfer/ninfer/pkg/progress"
 	"github.com/ninfer/ninfer/pkg/qwen35"
 )
 
@@ -69,7 +71,7 @@ type bound struct {
 // bindWeights uploads the text tensors into one "weights" arena laid out by
 // layout.Weights (one term per tensor in inventory order, bytes
 // layout.BoundBytes): matrices keep their packed format, vectors become fp32.
-func bindWeights(be backend.Backend, w Weights, cfg qwen35.Config) (*backend.Arena, *bound, error) {
+func bindWeights(be backend.Backend, w Weights, cfg qwen35.Config, prog io.Writer) (*backend.Arena, *bound, error) {
 	type item struct {
 		t    qwen35.Tensor
 		f    format.Format
@@ -122,8 +124,20 @@ func bindWeights(be backend.Backend, w Weights, cfg qwen35.Config) (*backend.Are
 		be.Free(arena.Buffer())
 		return nil, nil, err
 	}
+	var bar *progress.Bar
+	if prog != nil {
+		var total int64
+		for _, it := range items {
+			total += int64(len(it.data))
+		}
+		bar = progress.New(prog, "upload "+be.Name(), total, false)
+		defer bar.Finish()
+	}
 	for _, it := range items {
 		v := views[it.t.Name]
+		if bar != nil {
+			bar.Add(int64(len(it.data))) // bytes handed to the backend
+		}
 		if it.vec != nil {
 			err := be.UploadF32(v, it.vec)
 			if err != nil {
