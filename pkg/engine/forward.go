@@ -28,6 +28,14 @@ func (p *stepper) dense(t, cols int) backend.Tensor {
 // (Decode, Verify) and the sequence's graph cache on, the step's ops run as
 // a backend graph when its logits fit one pass of the head (graph.go).
 func (s *Sequence) step(T, from int, dst []float32, outSlot int, graph bool) error {
+	return s.stepRows(T, from, len(dst)/s.e.cfg.VocabSize, dst, outSlot, graph)
+}
+
+// stepRows is step computing n logits rows from row from. With dst nil and
+// n > 0 the rows stay on the device (s.lastRow is the last one, valid until
+// the next step) and the step does not sync: the caller queues its ops on
+// the logits and syncs (devsample.go).
+func (s *Sequence) stepRows(T, from, n int, dst []float32, outSlot int, graph bool) error {
 	e, be, c := s.e, s.e.be, s.e.cfg
 	for i := 0; i < T; i++ {
 		s.hostPos[i] = int32(s.n + i)
@@ -39,32 +47,37 @@ func (s *Sequence) step(T, from int, dst []float32, outSlot int, graph bool) err
 		return fmt.Errorf("engine: positions: %w", err)
 	}
 	V, LR := c.VocabSize, e.opts.LogitsRows
-	n := len(dst) / V
+	keep := dst == nil && n > 0 // logits stay on the device, the caller syncs
 	if graph && s.graphs != nil && n <= LR {
 		return s.graphStep(T, from, dst, outSlot, n)
 	}
 	eps := float32(c.RMSNormEps)
 	p, x, xn := s.body(T, outSlot)
-	if dst != nil {
+	if n > 0 {
 		be.RMSNorm(xn.Rows(from, n), x.Rows(from, n), e.final, eps, true)
 		lg := p.dense(LR, V)
 		for r := 0; r < n; r += LR {
 			k := min(LR, n-r)
 			be.MatMul(lg.Rows(0, k), xn.Rows(from+r, k), e.head, false)
+			s.lastRow = lg.Rows(k-1, 1)
+			if keep {
+				continue
+			}
 			if err := be.Sync(); err != nil {
 				return fmt.Errorf("engine: step at position %d: %w", s.n, err)
 			}
 			if err := be.DownloadF32(dst[r*V:(r+k)*V], lg.View); err != nil {
 				return fmt.Errorf("engine: logits: %w", err)
 			}
-			s.lastRow = lg.Rows(k-1, 1)
 		}
 	}
 	if p.err != nil {
 		return fmt.Errorf("engine: workspace: %w", p.err)
 	}
-	if err := be.Sync(); err != nil {
-		return fmt.Errorf("engine: step at position %d: %w", s.n, err)
+	if !keep {
+		if err := be.Sync(); err != nil {
+			return fmt.Errorf("engine: step at position %d: %w", s.n, err)
+		}
 	}
 	s.n += T
 	return nil
@@ -72,7 +85,7 @@ func (s *Sequence) step(T, from int, dst []float32, outSlot int, graph bool) err
 
 // graphStep is step's graph path: the same ops as the eager path with n ≤
 // LogitsRows logits rows (one pass of the head), queued by the graph cache,
-// then one sync and the logits download.
+// then one sync and the logits download (neither with dst nil and n > 0).
 func (s *Sequence) graphStep(T, from int, dst []float32, outSlot, n int) error {
 	e, be, c := s.e, s.e.be, s.e.cfg
 	key := graphKey{kind: graphTarget, T: T, outSlot: outSlot, from: from, rows: n}
@@ -93,6 +106,13 @@ func (s *Sequence) graphStep(T, from int, dst []float32, outSlot, n int) error {
 	if err != nil {
 		return err
 	}
+	if n > 0 {
+		s.lastRow = lg.Rows(n-1, 1)
+		if dst == nil {
+			s.n += T // the caller queues its ops on the logits and syncs
+			return nil
+		}
+	}
 	if err := be.Sync(); err != nil {
 		return fmt.Errorf("engine: step at position %d: %w", s.n, err)
 	}
@@ -100,7 +120,6 @@ func (s *Sequence) graphStep(T, from int, dst []float32, outSlot, n int) error {
 		if err := be.DownloadF32(dst[:n*c.VocabSize], lg.View); err != nil {
 			return fmt.Errorf("engine: logits: %w", err)
 		}
-		s.lastRow = lg.Rows(n-1, 1)
 	}
 	s.n += T
 	return nil

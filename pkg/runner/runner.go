@@ -137,7 +137,10 @@ type Runner struct {
 	tok     *tokenizer.Tokenizer // nil when the artifact has no tokenizer.json
 	eos     map[int32]bool
 	sampler *sample.Sampler
-	vocab   int
+	// dsm samples on the device (CUDA, non-speculative): each decode step
+	// downloads the token id instead of the logits row. nil = host sampler.
+	dsm   *engine.DeviceSampler
+	vocab int
 }
 
 // Open loads the artifact and prepares the engine and one sequence.
@@ -200,7 +203,7 @@ func Open(o Options) (r *Runner, err error) {
 		logf("%s", note)
 	}
 	eo := engine.Options{MaxContext: o.MaxContext, PrefillChunk: o.PrefillChunk, KVDtype: o.KVDtype, Threads: o.Threads,
-		CUDAGraph: r.beName == loader.BackendCUDA && !o.NoCUDAGraph}
+		CUDAGraph: r.beName == loader.BackendCUDA && !o.NoCUDAGraph, Progress: o.Log}
 	if specOn {
 		// A verify pass scores k+1 tokens, each with its own GDN state slot.
 		eo.StateSlots, eo.LogitsRows = o.DraftTokens+1, o.DraftTokens+1
@@ -212,6 +215,9 @@ func Open(o Options) (r *Runner, err error) {
 		err = r.openSpec()
 	} else {
 		r.seq, err = r.eng.NewSequence()
+		if err == nil && r.beName == loader.BackendCUDA {
+			r.dsm, err = r.eng.NewDeviceSampler(o.Sampling)
+		}
 	}
 	if err != nil {
 		return r, fmt.Errorf("%s: %w", o.Weights, err)
@@ -319,6 +325,10 @@ func (r *Runner) Close() error {
 		r.seq.Close()
 	}
 	r.mseq, r.seq = nil, nil
+	if r.dsm != nil {
+		r.dsm.Close()
+		r.dsm = nil
+	}
 	if r.mtp != nil {
 		r.mtp.Close()
 		r.mtp = nil
@@ -489,6 +499,9 @@ func (r *Runner) Run(ctx context.Context, in Input, out Sink) (Result, error) {
 	if err := r.seq.Reset(); err != nil {
 		return g.res, err
 	}
+	if r.dsm != nil {
+		return r.runDevice(ctx, ids, g)
+	}
 	r.sampler.Reset()
 	r.sampler.AddPrompt(ids)
 
@@ -529,6 +542,60 @@ func (r *Runner) Run(ctx context.Context, in Input, out Sink) (Result, error) {
 			break
 		}
 		if logits, err = r.seq.Decode(id); err != nil {
+			return g.res, fmt.Errorf("decode: %w", err)
+		}
+	}
+	return g.finish(FinishLength)
+}
+
+// runDevice is Run's loop with the device sampler: the same prefill chunks,
+// then each token is drawn on the device from logits that stay there (at
+// the sequence position, as the host loop draws), and only its id comes
+// back.
+func (r *Runner) runDevice(ctx context.Context, ids []int32, g *gen) (Result, error) {
+	if err := r.dsm.Reset(ids); err != nil {
+		return g.res, err
+	}
+	t0 := time.Now()
+	chunk := r.eng.Options().PrefillChunk
+	var id int32
+	for done := 0; done < len(ids); {
+		if ctx.Err() != nil {
+			g.res.Timings.PrefillSeconds = time.Since(t0).Seconds()
+			return g.finish(FinishInterrupted)
+		}
+		n := min(chunk, len(ids)-done)
+		var err error
+		if done+n < len(ids) {
+			_, err = r.seq.Prefill(ids[done:done+n], false)
+		} else {
+			id, err = r.seq.PrefillSample(ids[done:done+n], r.dsm)
+		}
+		if err != nil {
+			return g.res, fmt.Errorf("prefill: %w", err)
+		}
+		done += n
+	}
+	g.res.Timings.PrefillSeconds = time.Since(t0).Seconds()
+
+	for len(g.res.IDs) < r.opts.MaxNew {
+		if ctx.Err() != nil {
+			return g.finish(FinishInterrupted)
+		}
+		if id < 0 {
+			return g.res, fmt.Errorf("decode: position %d: no finite logit to sample from", r.seq.Pos())
+		}
+		eos, err := g.token(id)
+		if err != nil {
+			return g.res, err
+		}
+		if eos {
+			return g.finish(FinishEOS)
+		}
+		if len(g.res.IDs) == r.opts.MaxNew {
+			break
+		}
+		if id, err = r.seq.DecodeSample(id, r.dsm); err != nil {
 			return g.res, fmt.Errorf("decode: %w", err)
 		}
 	}
