@@ -6,7 +6,7 @@ PKGS    := ./...
 TESTFLAGS ?= -count=1 -timeout 20m
 
 .PHONY: help build install test vet fmt-check testmodel demo bench fuzz clean \
-	cuda cuda-toolchain cuda-kernels cuda-check test-cuda-sim test-simt test-cuda-driver ci-cuda device-bundle
+	cuda cuda-toolchain cuda-kernels cuda-check test-cuda-sim test-simt test-cuda-driver ci-cuda device-bundle device-bundle-link
 
 help:
 	@echo "make build      build every tool into $(BIN)/"
@@ -67,21 +67,30 @@ clean:
 CUDA_DIR = $(if $(CUDA_HOME),$(CUDA_HOME),$(shell scripts/cuda-toolchain.sh))
 NVCC     = $(CUDA_DIR)/bin/nvcc
 # SASS for Ada, Hopper, Blackwell (datacenter and consumer) + compute_89 PTX
-# for the driver JIT on anything newer.
+# for the driver JIT on anything newer. CUDA_BUILD holds the objects and the
+# library (the device bundle builds its own, for its GPU only).
+comma        := ,
 CUDA_ARCHS   ?= sm_89 sm_90a sm_100a sm_120a
-CUDA_GENCODE  = $(foreach a,$(CUDA_ARCHS),-gencode=arch=compute_$(subst sm_,,$(a)),code=$(a)) -gencode=arch=compute_89,code=compute_89
+CUDA_PTX     ?= compute_89
+CUDA_BUILD   ?= $(BUILD)/cuda
+CUDA_GENCODE  = $(foreach a,$(CUDA_ARCHS),-gencode=arch=compute_$(subst sm_,,$(a)),code=$(a)) \
+	$(if $(CUDA_PTX),-gencode=arch=$(CUDA_PTX)$(comma)code=$(CUDA_PTX))
 NVCCFLAGS    ?= -O3 -std=c++17 -Xcompiler -fPIC -Xptxas -v -Ikernels/cuda -Ikernels
 CUDA_SRC      = $(wildcard kernels/cuda/*.cu)
 CUDA_HDR      = $(wildcard kernels/cuda/*.cuh kernels/cuda/*.h) kernels/ninfer_ops.h
-CUDA_OBJ      = $(patsubst kernels/cuda/%.cu,$(BUILD)/cuda/obj/%.o,$(CUDA_SRC))
-CUDA_LIB      = $(BUILD)/cuda/libninfer_cuda.a
+CUDA_OBJ      = $(patsubst kernels/cuda/%.cu,$(CUDA_BUILD)/obj/%.o,$(CUDA_SRC))
+CUDA_LIB      = $(CUDA_BUILD)/libninfer_cuda.a
+# cgo links -lninfer_cuda from CUDA_BUILD; the go build cache does not see
+# the library's content, so its hash goes into CGO_CFLAGS (part of the key).
+CUDA_GO_ENV   = CGO_LDFLAGS="-L$(abspath $(CUDA_BUILD)) -L$(CUDA_DIR)/lib -L$(CUDA_DIR)/lib64" \
+	CGO_CFLAGS="-O2 -DNI_CUDA_LIB_HASH=$$(sha256sum $(CUDA_LIB) | cut -c1-16)"
 
 cuda-toolchain:
 	@scripts/cuda-toolchain.sh >/dev/null
 
-$(BUILD)/cuda/obj/%.o: kernels/cuda/%.cu $(CUDA_HDR)
+$(CUDA_BUILD)/obj/%.o: kernels/cuda/%.cu $(CUDA_HDR)
 	@mkdir -p $(dir $@)
-	@echo "nvcc $< ($(CUDA_ARCHS) + compute_89 PTX)"
+	@echo "nvcc $< ($(CUDA_ARCHS)$(if $(CUDA_PTX), + $(CUDA_PTX) PTX))"
 	@$(NVCC) $(NVCCFLAGS) $(CUDA_GENCODE) -c $< -o $@.tmp 2> $(@:.o=.ptxas.log) || { cat $(@:.o=.ptxas.log); rm -f $@.tmp; exit 1; }
 	@grep -v '^ptxas info\|^    [0-9]* bytes stack frame' $(@:.o=.ptxas.log) >&2 || true
 	@mv $@.tmp $@
@@ -97,7 +106,7 @@ cuda-check: cuda-kernels
 
 cuda: cuda-kernels
 	@mkdir -p $(BIN)
-	CGO_LDFLAGS="-L$(CUDA_DIR)/lib -L$(CUDA_DIR)/lib64" $(GO) build -tags cuda -o $(BIN)/ ./cmd/...
+	$(CUDA_GO_ENV) $(GO) build -tags cuda -o $(BIN)/ ./cmd/...
 
 # The simulated suite. The cgo sim package includes the .cu/.cuh sources,
 # which the go build cache does not track: their hash goes into CXXFLAGS.
@@ -117,7 +126,7 @@ test-cuda-sim: test-simt
 # The CUDA-tagged binaries on a machine without a GPU: the driver paths
 # (fake libcuda: no device, driver too old) and the CPU fallback of auto.
 test-cuda-driver: cuda
-	CGO_LDFLAGS="-L$(CUDA_DIR)/lib -L$(CUDA_DIR)/lib64" $(GO) test -tags cuda -count=1 -run 'FakeDriver|ExplainCUDA' ./pkg/backend
+	$(CUDA_GO_ENV) $(GO) test -tags cuda -count=1 -run 'FakeDriver|ExplainCUDA' ./pkg/backend
 	scripts/check-cuda-binaries.sh $(BIN)
 
 # What CI runs after make test (the kernel objects build two at a time).
@@ -127,15 +136,26 @@ ci-cuda:
 	$(MAKE) cuda-check test-cuda-driver test-cuda-sim
 
 # Everything scripts/device-check.sh needs on a GPU machine without Go or
-# CUDA: stripped CUDA-built tools and `go test -c` executables (≤ 60 MiB).
-DEVICE_DIR = $(BUILD)/device
-device-bundle: cuda-kernels
-	@mkdir -p $(DEVICE_DIR)
-	CGO_LDFLAGS="-L$(CUDA_DIR)/lib -L$(CUDA_DIR)/lib64" $(GO) build -tags cuda -trimpath -ldflags='-s -w' -o $(DEVICE_DIR)/ \
-		./cmd/ninfer-testmodel ./cmd/ninfer-convert ./cmd/ninfer-run ./cmd/ninfer-bench ./cmd/ninfer-report
-	CGO_LDFLAGS="-L$(CUDA_DIR)/lib -L$(CUDA_DIR)/lib64" $(GO) test -c -tags cuda -trimpath -ldflags='-s -w' -o $(DEVICE_DIR)/backend.test ./pkg/backend
-	CGO_LDFLAGS="-L$(CUDA_DIR)/lib -L$(CUDA_DIR)/lib64" $(GO) test -c -tags cuda -trimpath -ldflags='-s -w' -o $(DEVICE_DIR)/goldentest.test ./internal/goldentest
-	CGO_LDFLAGS="-L$(CUDA_DIR)/lib -L$(CUDA_DIR)/lib64" $(GO) test -c -tags cuda -trimpath -ldflags='-s -w' -o $(DEVICE_DIR)/engine.test ./pkg/engine
+# CUDA: stripped CUDA-built binaries and `go test -c` executables, with
+# kernels for that machine's GPU only (DEVICE_ARCHS, default the lent H200's
+# sm_90a), gzipped, so the bundle and the working tree that travels with it
+# stay under the device machine's 64 MiB (device-check.sh unpacks them).
+DEVICE_DIR   = $(BUILD)/device
+DEVICE_ARCHS ?= sm_90a
+device-bundle:
+	scripts/cuda-toolchain.sh >/dev/null
+	$(MAKE) cuda-kernels CUDA_ARCHS="$(DEVICE_ARCHS)" CUDA_PTX= CUDA_BUILD=$(BUILD)/cuda-device
+	$(MAKE) device-bundle-link CUDA_BUILD=$(BUILD)/cuda-device
+
+device-bundle-link:
+	@rm -rf $(DEVICE_DIR) && mkdir -p $(DEVICE_DIR)
+	$(GO) build -trimpath -ldflags='-s -w' -o $(DEVICE_DIR)/ ./cmd/ninfer-testmodel ./cmd/ninfer-convert ./cmd/ninfer-report
+	$(CUDA_GO_ENV) $(GO) build -tags cuda -trimpath -ldflags='-s -w' -o $(DEVICE_DIR)/ ./cmd/ninfer-bench
+	$(CUDA_GO_ENV) $(GO) test -c -tags cuda -trimpath -ldflags='-s -w' -o $(DEVICE_DIR)/backend.test ./pkg/backend
+	$(CUDA_GO_ENV) $(GO) test -c -tags cuda -trimpath -ldflags='-s -w' -o $(DEVICE_DIR)/goldentest.test ./internal/goldentest
+	$(CUDA_GO_ENV) $(GO) test -c -tags cuda -trimpath -ldflags='-s -w' -o $(DEVICE_DIR)/engine.test ./pkg/engine
 	@if [ -f kernels/cuda/simt/ptxcheck_gpu.cu ]; then kernels/cuda/simt/build-ptxcheck.sh $(NVCC) $(DEVICE_DIR)/ptxcheck; fi
-	@echo "$$(git rev-parse --short HEAD 2>/dev/null) $$(date -u +%FT%TZ)" > $(DEVICE_DIR)/BUILD_INFO
+	@echo "$$(git rev-parse --short HEAD 2>/dev/null) $$(date -u +%FT%TZ) archs $(DEVICE_ARCHS)" > $(DEVICE_DIR)/BUILD_INFO
+	@cd $(DEVICE_DIR) && for f in *; do [ "$$f" = BUILD_INFO ] || gzip -9 -f "$$f"; done
 	@du -sh $(DEVICE_DIR)
+	@size=$$(du -sk $(DEVICE_DIR) | cut -f1); if [ $$size -gt 61440 ]; then echo "device bundle $${size} KiB exceeds 60 MiB" >&2; exit 1; fi

@@ -36,6 +36,9 @@ struct ni_cuda_ctx {
     ni_cuda_graph *graphs; /* live graphs (doubly linked) */
     void **deferred;       /* frees asked for during the capture */
     int ndeferred, capdeferred;
+    /* Test knob (ni_cuda_set_gdn_segment): when > 0 the chunked delta rule
+     * processes at most this many chunks per segment. */
+    int gdn_seg_chunks;
 };
 
 /* Capture helpers (graph.cuh). ni_cuda_capture_fail fails the capture in

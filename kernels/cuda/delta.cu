@@ -7,12 +7,10 @@
 #include "ctx.cuh"
 #include "delta.cuh"
 
-/* Test hook: when > 0, the chunked form processes at most this many chunks
- * per segment (exercises the segment hand-over without a huge T). 0: the
- * segment size comes from the scratch budget. */
-extern "C" {
-int ni_cuda_gdn_test_seg_chunks = 0;
-}
+/* Test knob of the context: when n > 0, the chunked form processes at most
+ * n chunks per segment (exercises the segment hand-over without a huge T).
+ * 0: the segment size comes from the scratch budget. */
+void ni_cuda_set_gdn_segment(ni_cuda_ctx *c, int n) { c->gdn_seg_chunks = n > 0 ? n : 0; }
 
 /* Scratch budget of the chunked form: chunks are processed in segments whose
  * records (gdn_ck_rec floats per chunk and v-head) fit in this many bytes. */
@@ -130,7 +128,7 @@ extern "C" void ni_cuda_gdn_chunked(ni_cuda_ctx *c, ni_rows q, ni_rows k, ni_row
     const int nchunks = (int)ni_div_up(T, NI_GDN_CHUNK);
     const int64_t chunk_bytes = 4 * gdn_ck_rec(dk, dv) * nv; /* one chunk, all v-heads */
     int64_t seg = NI_GDN_SCRATCH_BUDGET / chunk_bytes;
-    if (ni_cuda_gdn_test_seg_chunks > 0 && seg > ni_cuda_gdn_test_seg_chunks) seg = ni_cuda_gdn_test_seg_chunks;
+    if (c->gdn_seg_chunks > 0 && seg > c->gdn_seg_chunks) seg = c->gdn_seg_chunks;
     if (seg < 1) seg = 1;
     if (seg > nchunks) seg = nchunks;
     float *scratch = NULL;

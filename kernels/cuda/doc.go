@@ -4,8 +4,9 @@
 //
 // The package builds three ways, chosen by build tags:
 //
-//   - -tags cuda: links build/cuda/libninfer_cuda.a, the kernels compiled by
-//     nvcc (make cuda), and the static CUDA runtime; runs on a GPU.
+//   - -tags cuda: links libninfer_cuda.a, the kernels compiled by nvcc
+//     (make cuda; CGO_LDFLAGS gives its directory), and the static CUDA
+//     runtime; runs on a GPU.
 //   - -tags cudasim: compiles the same kernel and launcher sources with the
 //     host C++ compiler under the SIMT harness (kernels/cuda/simt): every
 //     kernel runs on the CPU, device memory is guard-paged host memory

@@ -2,14 +2,15 @@
 
 package cuda
 
-// The kernels are compiled by nvcc into build/cuda/libninfer_cuda.a (make
-// cuda); the CUDA runtime is linked statically, so the binary needs only the
-// NVIDIA driver (libcuda.so.1, loaded at run time) on the target machine.
-// CGO_LDFLAGS carries -L for the toolkit's lib directory (the Makefile sets
-// it from CUDA_HOME or the PyPI toolchain in build/cuda).
+// The kernels are compiled by nvcc into libninfer_cuda.a (make cuda:
+// build/cuda/libninfer_cuda.a); the CUDA runtime is linked statically, so
+// the binary needs only the NVIDIA driver (libcuda.so.1, loaded at run time)
+// on the target machine. CGO_LDFLAGS carries -L for the library's directory
+// and the toolkit's lib directory (the Makefile sets both, from CUDA_HOME or
+// the PyPI toolchain in build/cuda).
 
 /*
-#cgo LDFLAGS: ${SRCDIR}/../../build/cuda/libninfer_cuda.a -lcudart_static -ldl -lpthread -lrt -lstdc++ -lm
+#cgo LDFLAGS: -lninfer_cuda -lcudart_static -ldl -lpthread -lrt -lstdc++ -lm
 */
 import "C"
 

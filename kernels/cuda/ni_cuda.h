@@ -162,6 +162,9 @@ void ni_cuda_gdn_recurrent(ni_cuda_ctx *c, ni_rows q, ni_rows k, ni_rows v, ni_r
                            int64_t slot_stride, int32_t slots, const int32_t *in_slot, int out_slot, ni_rows o);
 void ni_cuda_gdn_chunked(ni_cuda_ctx *c, ni_rows q, ni_rows k, ni_rows v, ni_rows g, ni_rows beta, float *state,
                          int64_t slot_stride, int32_t slots, const int32_t *in_slot, int out_slot, ni_rows o);
+/* Test knob: when n > 0 the chunked form processes at most n chunks per
+ * scratch segment (exercises the segment hand-over at small T); 0 = off. */
+void ni_cuda_set_gdn_segment(ni_cuda_ctx *c, int n);
 /* Implements ni_kv_append; positions outside the table → NI_CUDA_ERR_KV_POS. */
 void ni_cuda_kv_append(ni_cuda_ctx *c, ni_kv kv, ni_rows k, ni_rows v, const int32_t *pos);
 /* Implements ni_attention; unmapped positions → NI_CUDA_ERR_ATTN_POS. */

@@ -58,7 +58,6 @@
 #include <string>
 #include <vector>
 
-extern "C" int ni_cuda_gdn_test_seg_chunks; /* test hook in delta.cu */
 
 static const double U32 = 5.9604644775390625e-8; /* 2^-24 */
 static const double SECOND_ORDER = 1.01;
@@ -500,10 +499,10 @@ static Result run_op(Dev &dv_, const Case &c, Inputs &in, int in_slot, int out_s
     Layout lg = {0, nv, 1};
     ni_rows g = mk_rows(dg, lg, T, nv, 1), b = mk_rows(db, lg, T, nv, 1);
     ni_rows oo = mk_rows(dout, in.lo, T, nv, dv);
-    ni_cuda_gdn_test_seg_chunks = c.seg_chunks;
+    ni_cuda_set_gdn_segment(dv_.cx, c.seg_chunks);
     if (form == 0) ni_cuda_gdn_recurrent(dv_.cx, q, k, v, g, b, dst, in.slot_stride, c.slots, dslot, out_slot, oo);
     else ni_cuda_gdn_chunked(dv_.cx, q, k, v, g, b, dst, in.slot_stride, c.slots, dslot, out_slot, oo);
-    ni_cuda_gdn_test_seg_chunks = 0;
+    ni_cuda_set_gdn_segment(dv_.cx, 0);
     int32_t cnt[NI_CUDA_ERR_N];
     char err[256] = "";
     res.rc = ni_cuda_sync(dv_.cx, cnt, err, sizeof err);
