@@ -296,7 +296,7 @@ func action(ctx context.Context, c *cli.Context, stdout, stderr io.Writer, env b
 		if err := cliutil.WriteFileAtomic(p.OutputFile, buf.Bytes()); err != nil {
 			return fmt.Errorf("--output-file %s: %w", p.OutputFile, err)
 		}
-		fmt.Fprintf(stderr, "wrote %s\n", p.OutputFile)
+		fmt.Fprintf(stderr, "%s: wrote %s\n", name, p.OutputFile)
 	}
 	return runErr
 }

@@ -213,7 +213,7 @@ func TestOutputFile(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "sub", "out."+format)
 		code, stdout, stderr := runCmd(t, context.Background(), "--weights", model, "--corpus", corpusPath, "--backend", "cpu",
 			"-n", "2", "-r", "1", "--warmup", "0", "--output", format, "--output-file", path)
-		if code != 0 || stdout != "" || !strings.Contains(stderr, "wrote "+path+"\n") {
+		if code != 0 || stdout != "" || !strings.Contains(stderr, "ninfer-bench: wrote "+path+"\n") {
 			t.Fatalf("%s: exit %d, stdout %q, stderr %q", format, code, stdout, stderr)
 		}
 		data, err := os.ReadFile(path)
@@ -275,7 +275,7 @@ func TestInterruptedDocumentToFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "r.json")
 	code, stdout, stderr := runCmd(t, ctx, "--weights", model, "--corpus", corpusPath, "--backend", "cpu", "-n", "2",
 		"--output", "json", "--output-file", path)
-	if code != 130 || stdout != "" || !strings.Contains(stderr, "wrote "+path) {
+	if code != 130 || stdout != "" || !strings.Contains(stderr, "ninfer-bench: wrote "+path) {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 	data, err := os.ReadFile(path)

@@ -139,7 +139,7 @@ func action(c *cli.Context, stdout, stderr io.Writer) error {
 		if err := cliutil.WriteFileAtomic(path, out); err != nil {
 			return err
 		}
-		fmt.Fprintf(stderr, "wrote %s\n", path)
+		fmt.Fprintf(stderr, "%s: wrote %s\n", name, path)
 		return nil
 	}
 	_, err = stdout.Write(out)

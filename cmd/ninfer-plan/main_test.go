@@ -248,7 +248,7 @@ func TestTableAndOutputFile(t *testing.T) {
 	}
 	dst := filepath.Join(dir, "mem.json")
 	code, out, errs = runCmd("--config", cfg, "--backend", "cpu", "--available", "512MiB", "--max-ctx", "2048", "--kv-capacity", "2048", "--json", "-o", dst)
-	if code != 0 || out != "" || !strings.Contains(errs, "wrote "+dst) {
+	if code != 0 || out != "" || !strings.Contains(errs, "ninfer-plan: wrote "+dst) {
 		t.Fatalf("-o: exit %d stdout %q stderr %q", code, out, errs)
 	}
 	b, err := os.ReadFile(dst)
@@ -280,7 +280,7 @@ func TestOutputFilePaths(t *testing.T) {
 		}
 	}
 	dst := filepath.Join(dir, "new dir", "plan.md")
-	if code, _, errs := runCmd(append(base, "-o", dst)...); code != 0 || errs != "wrote "+dst+"\n" {
+	if code, _, errs := runCmd(append(base, "-o", dst)...); code != 0 || errs != "ninfer-plan: wrote "+dst+"\n" {
 		t.Fatalf("-o into a missing directory: exit %d stderr %q", code, errs)
 	}
 	if fi, err := os.Stat(dst); err != nil || fi.Mode().Perm() != 0o644 {

@@ -109,7 +109,7 @@ func emit(path string, data []byte, stdout, stderr io.Writer) error {
 	if err := cliutil.WriteFileAtomic(path, data); err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "wrote %s\n", path)
+	fmt.Fprintf(stderr, "%s: wrote %s\n", name, path)
 	return nil
 }
 

@@ -148,7 +148,7 @@ func TestJSONOutputAndStdin(t *testing.T) {
 	// A document input is re-emitted by value; --output-file writes atomically.
 	outFile := filepath.Join(t.TempDir(), "sub", "dir", "report.json")
 	code, out, errOut = runCLI("", "--output-file", outFile, seedPath)
-	if code != 0 || out != "" || !strings.Contains(errOut, "wrote "+outFile) {
+	if code != 0 || out != "" || !strings.Contains(errOut, "ninfer-report: wrote "+outFile) {
 		t.Fatalf("exit %d stdout %q stderr %q", code, out, errOut)
 	}
 	written, err := os.ReadFile(outFile)

@@ -56,15 +56,17 @@ func specName(c *benchfmt.Config) string {
 	return s
 }
 
-func meanSD(s benchfmt.Stat) string {
+// meanSD is "mean ± stddev" over reps repetitions, or the mean alone when
+// fewer than two were measured (no spread was measured: "± 0.00" would
+// claim one).
+func meanSD(s benchfmt.Stat, reps int) string {
 	if s.Mean == nil {
 		return "-"
 	}
-	sd := 0.0
-	if s.Stddev != nil {
-		sd = *s.Stddev
+	if reps < 2 || s.Stddev == nil {
+		return fmt.Sprintf("%.2f", *s.Mean)
 	}
-	return fmt.Sprintf("%.2f ± %.2f", *s.Mean, sd)
+	return fmt.Sprintf("%.2f ± %.2f", *s.Mean, *s.Stddev)
 }
 
 func acceptText(s benchfmt.Spec) string {
@@ -137,12 +139,12 @@ func RenderMarkdown(runs []Run) []byte {
 		for _, t := range d.Tests {
 			switch t.Kind {
 			case benchfmt.KindPP:
-				row(t.Label, meanSD(t.PrefillTokS), "-")
+				row(t.Label, meanSD(t.PrefillTokS, len(t.Reps)), "-")
 			case benchfmt.KindTG:
-				row(t.Label, meanSD(t.DecodeOutputTokS), acceptText(t.Speculative))
+				row(t.Label, meanSD(t.DecodeOutputTokS, len(t.Reps)), acceptText(t.Speculative))
 			default:
-				row(t.Label+" (pp)", meanSD(t.PrefillTokS), "-")
-				row(t.Label+" (tg)", meanSD(t.DecodeOutputTokS), acceptText(t.Speculative))
+				row(t.Label+" (pp)", meanSD(t.PrefillTokS, len(t.Reps)), "-")
+				row(t.Label+" (tg)", meanSD(t.DecodeOutputTokS, len(t.Reps)), acceptText(t.Speculative))
 			}
 		}
 	}
