@@ -14,6 +14,7 @@ package cpu
 #include <stdlib.h>
 #include <string.h>
 #include "ninfer_ops.h"
+#include "cpu/ni_cpu.h"
 */
 import "C"
 
@@ -51,6 +52,10 @@ const (
 	PerToken = C.NI_PER_TOKEN
 	SmallT   = C.NI_SMALL_T
 )
+
+// MaxThreads is the largest pool a context runs (NI_MAX_THREADS); larger
+// requests are capped to it.
+const MaxThreads = C.NI_MAX_THREADS
 
 // BestISA returns the best instruction set of this CPU.
 func BestISA() int { return int(C.ni_cpu_best_isa()) }

@@ -12,12 +12,15 @@ import (
 
 // CPUOptions configures the CPU backend.
 type CPUOptions struct {
-	Threads int    // worker threads including the caller; 0 = all cores
+	Threads int    // worker threads including the caller; 0 = all cores; capped at MaxCPUThreads
 	ISA     string // "auto" (default), "scalar" or "avx2"; env NINFER_CPU_ISA overrides "auto"
 	// AlwaysParallel runs every op on the pool, even tiny ones that would
 	// otherwise run on the caller (tests use it to exercise the threaded paths).
 	AlwaysParallel bool
 }
+
+// MaxCPUThreads is the largest thread pool of the CPU backend.
+const MaxCPUThreads = cpu.MaxThreads
 
 // CPU is the native CPU backend (C kernels via cgo, AVX2+FMA with a scalar
 // fallback, persistent pthread pool).
@@ -37,6 +40,7 @@ func NewCPU(o CPUOptions) (*CPU, error) {
 	if th <= 0 {
 		th = runtime.NumCPU()
 	}
+	th = min(th, cpu.MaxThreads) // the pool's limit: Threads reports what runs
 	isaName := o.ISA
 	if isaName == "" || isaName == "auto" {
 		if env := os.Getenv("NINFER_CPU_ISA"); env != "" {

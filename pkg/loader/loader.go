@@ -5,6 +5,7 @@ package loader
 
 import (
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/ninfer/ninfer/pkg/artifact"
@@ -107,6 +108,7 @@ func NewBackend(name string, threads int) (be backend.Backend, chosen, note stri
 		if err != nil {
 			return nil, "", "", err
 		}
+		note = joinNotes(note, threadsNote(threads, cpu.Threads(), runtime.NumCPU()))
 		return cpu, BackendCPU, note, nil
 	case BackendCUDA:
 		if !backend.CUDABuilt {
@@ -119,6 +121,29 @@ func NewBackend(name string, threads int) (be backend.Backend, chosen, note stri
 		return g, BackendCUDA, "", nil
 	}
 	return nil, "", "", fmt.Errorf("unknown backend %q (want auto, cpu or cuda)", name)
+}
+
+// threadsNote warns when --threads asks for more threads than the machine
+// has cores (they oversubscribe the cores) and says what runs when the
+// pool's limit capped the request.
+func threadsNote(asked, got, cores int) string {
+	switch {
+	case asked > got:
+		return fmt.Sprintf("--threads %d: the CPU backend's pool holds at most %d threads; using %d (this machine has %d cores)", asked, got, got, cores)
+	case asked > cores:
+		return fmt.Sprintf("--threads %d is more than this machine's %d cores: the threads share them (0 = one per core)", asked, cores)
+	}
+	return ""
+}
+
+func joinNotes(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
 }
 
 // LoadStats are the storage statistics of the schema-15 `load` object.

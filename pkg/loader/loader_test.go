@@ -1,6 +1,8 @@
 package loader
 
 import (
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -53,5 +55,39 @@ func TestNewBackend(t *testing.T) {
 func TestOpenWeightsErrors(t *testing.T) {
 	if _, err := OpenWeights(t.TempDir() + "/missing.ninfer"); err == nil || !strings.Contains(err.Error(), "missing.ninfer") {
 		t.Errorf("missing file: %v", err)
+	}
+}
+
+// TestThreadsBeyondCoresAndPool: --threads above the core count runs with a
+// note saying the threads share the cores; above the pool's limit it runs
+// the limit and the backend (so the bench JSON and the load line) reports
+// the count that runs, not the one asked for.
+func TestThreadsBeyondCoresAndPool(t *testing.T) {
+	cores := runtime.NumCPU()
+	cases := []struct {
+		threads, want int
+		note          string
+	}{
+		{1, 1, ""},
+		{1000, backend.MaxCPUThreads, fmt.Sprintf("pool holds at most %d threads; using %d", backend.MaxCPUThreads, backend.MaxCPUThreads)},
+	}
+	if cores+1 < backend.MaxCPUThreads {
+		cases = append(cases, struct {
+			threads, want int
+			note          string
+		}{cores + 1, cores + 1, fmt.Sprintf("more than this machine's %d cores", cores)})
+	}
+	for _, c := range cases {
+		be, _, note, err := NewBackend(BackendCPU, c.threads)
+		if err != nil {
+			t.Fatalf("--threads %d: %v", c.threads, err)
+		}
+		if got := be.Threads(); got != c.want {
+			t.Errorf("--threads %d: backend reports %d threads, want %d", c.threads, got, c.want)
+		}
+		if (c.note == "") != (note == "") || !strings.Contains(note, c.note) {
+			t.Errorf("--threads %d: note %q, want one containing %q", c.threads, note, c.note)
+		}
+		be.Close()
 	}
 }
