@@ -14,6 +14,7 @@ import (
 
 	"github.com/ninfer/ninfer/internal/testfixture"
 	"github.com/ninfer/ninfer/pkg/artifact"
+	"github.com/ninfer/ninfer/pkg/backend"
 	"github.com/ninfer/ninfer/pkg/benchfmt"
 	"github.com/ninfer/ninfer/pkg/engine"
 	"github.com/ninfer/ninfer/pkg/qwen35"
@@ -395,7 +396,13 @@ func TestRunErrors(t *testing.T) {
 		{"default corpus missing", func(p *Params) { p.Corpus = DefaultCorpus }, "(the default --corpus: give --corpus PATH, or set NINFER_SOURCE_DIR"},
 		{"max-ctx over the model", func(p *Params) { p.MaxCtx = 100_000_000 }, "--max-ctx 100000000 exceeds the model's max_position_embeddings 4096"},
 		{"missing weights", func(p *Params) { p.Weights = filepath.Join(dir, "none.ninfer") }, "--weights " + filepath.Join(dir, "none.ninfer")},
-		{"cuda", func(p *Params) { p.Backend = "cuda" }, "no CUDA backend"},
+	}
+	if !backend.CUDABuilt { // with -tags cuda/cudasim, --backend cuda opens a device
+		cases = append(cases, struct {
+			name    string
+			mut     func(*Params)
+			wantErr string
+		}{"cuda", func(p *Params) { p.Backend = "cuda" }, "no CUDA backend"})
 	}
 	t.Setenv("NINFER_SOURCE_DIR", "")
 	for _, c := range cases {
