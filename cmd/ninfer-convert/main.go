@@ -93,6 +93,9 @@ func convertAction(c *cli.Context) error {
 	if c.Int("draft-head") < 0 {
 		return cliutil.Usagef("--draft-head must be positive, got %d", c.Int("draft-head"))
 	}
+	if cliutil.EndsInSeparator(dst) {
+		return cliutil.Usagef("%s: ends in %q, a directory path (want the OUT.ninfer file path)", dst, string(os.PathSeparator))
+	}
 	if fi, err := os.Lstat(dst); err == nil {
 		switch {
 		case fi.IsDir():

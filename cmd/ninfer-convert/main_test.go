@@ -132,6 +132,15 @@ func TestConvertOutputPaths(t *testing.T) {
 	if code, _, errs := runConvert("--force", "--recipe", "q8", src, link); code != 1 || !strings.Contains(errs, link+" is not a regular file") {
 		t.Errorf("--force onto a symlink: exit %d stderr %q", code, errs)
 	}
+	// A path ending in "/" names a directory: refused before anything is
+	// created (it used to leave an empty directory and a rename error).
+	slash := filepath.Join(dir, "x") + string(os.PathSeparator)
+	if code, _, errs := runConvert("--recipe", "q8", src, slash); code != 2 || !strings.Contains(errs, "a directory path") {
+		t.Errorf("%s: exit %d stderr %q, want a usage error", slash, code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x")); !os.IsNotExist(err) {
+		t.Errorf("refusing %s left a directory behind (stat: %v)", slash, err)
+	}
 	out := filepath.Join(dir, "new dir", "sub", "m.ninfer")
 	if code, _, errs := runConvert("--quiet", "--recipe", "q8", src, out); code != 0 || errs != "" {
 		t.Fatalf("missing parents: exit %d stderr %q", code, errs)

@@ -139,7 +139,16 @@ func CheckOutputFile(flag, path, formatHint string) error {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		return Usagef("%s %s: is a directory (want a file path)", flag, path)
 	}
+	if EndsInSeparator(path) {
+		return Usagef("%s %s: ends in %q, a directory path (want a file path)", flag, path, string(os.PathSeparator))
+	}
 	return nil
+}
+
+// EndsInSeparator reports whether path names a directory by its form
+// ("out/"): writing a file there would create the directory and then fail.
+func EndsInSeparator(path string) bool {
+	return path != "" && os.IsPathSeparator(path[len(path)-1])
 }
 
 func writeInPlace(path string, data []byte) error {
@@ -165,6 +174,9 @@ func writeInPlace(path string, data []byte) error {
 func WriteFileAtomic(path string, data []byte) (err error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		return fmt.Errorf("%s: is a directory", path)
+	}
+	if EndsInSeparator(path) {
+		return fmt.Errorf("%s: ends in %q, a directory path (want a file path)", path, string(os.PathSeparator))
 	}
 	if li, err := os.Lstat(path); err == nil && !li.Mode().IsRegular() {
 		// A symbolic link, device or pipe (/dev/stdout, /dev/null, a FIFO)

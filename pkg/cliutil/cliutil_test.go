@@ -169,3 +169,21 @@ func TestWriteFileAtomicSymlink(t *testing.T) {
 		t.Fatalf("target holds %q, %v; want \"new\"", got, err)
 	}
 }
+
+// TestOutputPathEndingInSeparator: a path like "out/" is refused up front
+// (a usage error) and by the writer, which leaves no directory behind.
+func TestOutputPathEndingInSeparator(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "new") + string(os.PathSeparator)
+	err := CheckOutputFile("--output-file", path, "")
+	var ue UsageError
+	if err == nil || !errors.As(err, &ue) || !strings.Contains(err.Error(), "directory path") {
+		t.Errorf("CheckOutputFile(%q) = %v, want a usage error about a directory path", path, err)
+	}
+	if err := WriteFileAtomic(path, []byte("x")); err == nil || !strings.Contains(err.Error(), "directory path") {
+		t.Errorf("WriteFileAtomic(%q) = %v, want an error about a directory path", path, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "new")); !os.IsNotExist(err) {
+		t.Errorf("a refused %q left %s behind (stat: %v)", path, filepath.Join(dir, "new"), err)
+	}
+}
