@@ -70,7 +70,12 @@ type Info struct {
 }
 
 // Ctx is a CUDA context: one device, one stream, the kernels' error counters.
-type Ctx struct{ c *C.ni_cuda_ctx }
+// msg receives the C side's error message of the calls made once per step
+// (Sync, graph launches), so those allocate nothing.
+type Ctx struct {
+	c   *C.ni_cuda_ctx
+	msg [768]byte
+}
 
 // NewCtx opens device dev.
 func NewCtx(dev int) (*Ctx, error) {
@@ -80,7 +85,7 @@ func NewCtx(dev int) (*Ctx, error) {
 	if c == nil {
 		return nil, errFrom(code, buf)
 	}
-	return &Ctx{c}, nil
+	return &Ctx{c: c}, nil
 }
 
 // Close releases the context.
@@ -106,7 +111,7 @@ func (x *Ctx) ScratchBytes() int64 { return int64(C.ni_cuda_scratch_bytes(x.c)) 
 // Sync waits for the stream and returns the first error and the counters.
 func (x *Ctx) Sync() ([NumCounters]int32, error) {
 	var cnt [NumCounters]C.int32_t
-	buf := make([]byte, 512)
+	buf := x.msg[:]
 	code := C.ni_cuda_sync(x.c, &cnt[0], (*C.char)(unsafe.Pointer(&buf[0])), C.int(len(buf)))
 	var out [NumCounters]int32
 	for i := range cnt {

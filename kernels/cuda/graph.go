@@ -72,7 +72,7 @@ func (g *Graph) Launch() error {
 	if g.g == nil || g.x.c == nil {
 		return &Error{Code: 400, Msg: "graph launch: the graph or its context was released"}
 	}
-	buf := make([]byte, 512)
+	buf := g.x.msg[:]
 	code := C.ni_cuda_graph_launch(g.x.c, g.g, (*C.char)(unsafe.Pointer(&buf[0])), C.int(len(buf)))
 	if code == C.NI_CUDA_GRAPH_STALE {
 		return ErrGraphStale

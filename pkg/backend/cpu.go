@@ -128,19 +128,12 @@ func (c *CPU) Close() error {
 // (the CPU runs every op synchronously).
 func (c *CPU) Sync() error { return c.takeErr() }
 
-func (c *CPU) hostCopy(op string, v View, n int64) (unsafe.Pointer, error) {
-	if err := span(v, n); err != nil {
-		return nil, fmt.Errorf("backend %s: %w", op, err)
-	}
-	return v.ptr(), nil
-}
-
 // Upload copies host bytes to dst.
 func (c *CPU) Upload(dst View, src []byte) error {
 	if len(src) == 0 {
 		return nil
 	}
-	p, err := c.hostCopy("upload", dst, int64(len(src)))
+	p, err := spanPtr("upload", dst, int64(len(src)))
 	if err != nil {
 		return err
 	}
@@ -153,7 +146,7 @@ func (c *CPU) UploadI32(dst View, src []int32) error {
 	if len(src) == 0 {
 		return nil
 	}
-	p, err := c.hostCopy("upload", dst, 4*int64(len(src)))
+	p, err := spanPtr("upload", dst, 4*int64(len(src)))
 	if err != nil {
 		return err
 	}
@@ -166,7 +159,7 @@ func (c *CPU) UploadF32(dst View, src []float32) error {
 	if len(src) == 0 {
 		return nil
 	}
-	p, err := c.hostCopy("upload", dst, 4*int64(len(src)))
+	p, err := spanPtr("upload", dst, 4*int64(len(src)))
 	if err != nil {
 		return err
 	}
@@ -179,7 +172,7 @@ func (c *CPU) Download(dst []byte, src View) error {
 	if len(dst) == 0 {
 		return nil
 	}
-	p, err := c.hostCopy("download", src, int64(len(dst)))
+	p, err := spanPtr("download", src, int64(len(dst)))
 	if err != nil {
 		return err
 	}
@@ -192,7 +185,7 @@ func (c *CPU) DownloadF32(dst []float32, src View) error {
 	if len(dst) == 0 {
 		return nil
 	}
-	p, err := c.hostCopy("download", src, 4*int64(len(dst)))
+	p, err := spanPtr("download", src, 4*int64(len(dst)))
 	if err != nil {
 		return err
 	}
@@ -205,7 +198,7 @@ func (c *CPU) DownloadI32(dst []int32, src View) error {
 	if len(dst) == 0 {
 		return nil
 	}
-	p, err := c.hostCopy("download", src, 4*int64(len(dst)))
+	p, err := spanPtr("download", src, 4*int64(len(dst)))
 	if err != nil {
 		return err
 	}

@@ -153,13 +153,6 @@ func (c *CUDA) Sync() error {
 	return nil
 }
 
-func (c *CUDA) devSpan(op string, v View, n int64) (unsafe.Pointer, error) {
-	if err := span(v, n); err != nil {
-		return nil, fmt.Errorf("backend %s: %w", op, err)
-	}
-	return v.ptr(), nil
-}
-
 // Upload copies host bytes to dst through the pinned staging buffer: the
 // two halves alternate, so copying into one overlaps the transfer of the
 // other. Finished when it returns.
@@ -167,7 +160,7 @@ func (c *CUDA) Upload(dst View, src []byte) error {
 	if len(src) == 0 {
 		return nil
 	}
-	p, err := c.devSpan("upload", dst, int64(len(src)))
+	p, err := spanPtr("upload", dst, int64(len(src)))
 	if err != nil {
 		return err
 	}
@@ -223,7 +216,7 @@ func (c *CUDA) copyIn(op string, dst View, b []byte) error {
 	if len(b) == 0 {
 		return nil
 	}
-	p, err := c.devSpan(op, dst, int64(len(b)))
+	p, err := spanPtr(op, dst, int64(len(b)))
 	if err != nil {
 		return err
 	}
@@ -237,7 +230,7 @@ func (c *CUDA) copyOut(dst []byte, src View) error {
 	if len(dst) == 0 {
 		return nil
 	}
-	p, err := c.devSpan("download", src, int64(len(dst)))
+	p, err := spanPtr("download", src, int64(len(dst)))
 	if err != nil {
 		return err
 	}
@@ -258,7 +251,7 @@ func (c *CUDA) DownloadI32(dst []int32, src View) error { return c.copyOut(bytes
 
 // Zero clears bytes at dst.
 func (c *CUDA) Zero(dst View, bytes int64) {
-	p, err := c.devSpan("zero", dst, bytes)
+	p, err := spanPtr("zero", dst, bytes)
 	if err != nil {
 		c.fail("zero", "%v", err)
 		return
@@ -270,12 +263,12 @@ func (c *CUDA) Zero(dst View, bytes int64) {
 
 // Copy copies bytes between views (ranges must not overlap).
 func (c *CUDA) Copy(dst, src View, bytes int64) {
-	d, err := c.devSpan("copy", dst, bytes)
+	d, err := spanPtr("copy", dst, bytes)
 	if err != nil {
 		c.fail("copy", "dst: %v", err)
 		return
 	}
-	s, err := c.devSpan("copy", src, bytes)
+	s, err := spanPtr("copy", src, bytes)
 	if err != nil {
 		c.fail("copy", "src: %v", err)
 		return
@@ -298,7 +291,7 @@ func (c *CUDA) PrepareWeight(name string, f format.Format, n, k int, v View, byt
 	if want != bytes {
 		return nil, fmt.Errorf("backend: weight %s: %d bytes, want %d for %s [%d,%d]", name, bytes, want, f, n, k)
 	}
-	p, err := c.devSpan("prepare", v, bytes)
+	p, err := spanPtr("prepare", v, bytes)
 	if err != nil {
 		return nil, fmt.Errorf("backend: weight %s: %w", name, err)
 	}

@@ -82,6 +82,14 @@ func span(v View, n int64) error {
 	return nil
 }
 
+// spanPtr is the address of n bytes at v, or an error naming op.
+func spanPtr(op string, v View, n int64) (unsafe.Pointer, error) {
+	if err := span(v, n); err != nil {
+		return nil, fmt.Errorf("backend %s: %w", op, err)
+	}
+	return v.ptr(), nil
+}
+
 func (o *ops) rows(op, arg string, x Tensor) (rows, bool) {
 	if x.T < 0 || x.H <= 0 || x.D <= 0 || x.LD < 0 || x.HS < 0 {
 		o.fail(op, "%s: bad shape T=%d H=%d D=%d LD=%d HS=%d", arg, x.T, x.H, x.D, x.LD, x.HS)

@@ -17,6 +17,7 @@
  * line is "N passed, M failed"; the exit status is 0 iff M == 0.
  */
 #include "ni_cuda.h"
+#include "optest.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -30,18 +31,9 @@
 static const double U = 1.0 / 16777216.0; /* 2^-24 */
 
 static int g_pass, g_fail;
-static ni_cuda_ctx *G;
 static ni_ctx *CPU;
 
 /* ---- random numbers (splitmix64) ---- */
-static uint64_t g_rng;
-static uint64_t rnd() {
-    uint64_t z = (g_rng += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static double uni() { return (double)(rnd() >> 11) * (1.0 / 9007199254740992.0); }
 static int irand(int n) { return (int)(rnd() % (uint64_t)n); }
 static float normal(float s) {
     double a = uni(), b = uni();
@@ -96,37 +88,7 @@ static std::vector<char> mask(const Lay &L) {
 }
 
 /* ---- device buffers ---- */
-template <class T>
-static T *dev_put(const std::vector<T> &h) {
-    int code = 0;
-    T *p = (T *)ni_cuda_malloc(G, (int64_t)(h.size() ? h.size() : 1) * sizeof(T), "test", &code);
-    if (!p) {
-        fprintf(stderr, "ni_cuda_malloc failed (%d)\n", code);
-        exit(2);
-    }
-    if (h.size()) ni_cuda_h2d(G, p, h.data(), (int64_t)h.size() * sizeof(T));
-    return p;
-}
-template <class T>
-static std::vector<T> dev_get(const T *p, size_t n) {
-    std::vector<T> h(n);
-    if (n) ni_cuda_d2h(G, h.data(), p, (int64_t)n * sizeof(T));
-    return h;
-}
-static void dev_free(void *p) { ni_cuda_free(G, p); }
 
-/* Syncs; returns false (and reports) on a launch error. cnt gets the counters. */
-static bool dsync(const char *what, int32_t *cnt) {
-    char err[512] = {0};
-    int32_t c[NI_CUDA_ERR_N];
-    int rc = ni_cuda_sync(G, c, err, sizeof err);
-    if (cnt) memcpy(cnt, c, sizeof c);
-    if (rc) {
-        printf("  %s: ni_cuda_sync %d: %s\n", what, rc, err);
-        return false;
-    }
-    return true;
-}
 
 static ni_rows rows(float *base, const Lay &L) { return ni_rows{base + L.off, L.t, L.h, L.d, L.ld, L.hs}; }
 

@@ -41,6 +41,7 @@
  * T = 17 did not. The last line is "N passed, M failed"; exit 0 iff M == 0.
  */
 #include "ni_cuda.h"
+#include "optest.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -54,17 +55,8 @@
 static const double U = 1.0 / 16777216.0; /* 2^-24 */
 
 static int g_pass, g_fail;
-static ni_cuda_ctx *G;
 static ni_ctx *CPU;
 
-static uint64_t g_rng;
-static uint64_t rnd() {
-    uint64_t z = (g_rng += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static double uni() { return (double)(rnd() >> 11) * (1.0 / 9007199254740992.0); }
 static float normal(float s) {
     double a = uni(), b = uni();
     return (float)(s * sqrt(-2.0 * log(a + 1e-300)) * cos(6.283185307179586 * b));
@@ -87,22 +79,8 @@ static void check(bool ok, const std::string &name, const char *fmt = "", double
     printf("\n");
 }
 
-template <class T> static T *dev_put(const std::vector<T> &h) {
-    int code = 0;
-    T *p = (T *)ni_cuda_malloc(G, (int64_t)(h.size() ? h.size() : 1) * sizeof(T), "test", &code);
-    if (!p) {
-        fprintf(stderr, "ni_cuda_malloc failed (%d)\n", code);
-        exit(2);
-    }
-    if (h.size()) ni_cuda_h2d(G, p, h.data(), (int64_t)h.size() * sizeof(T));
-    return p;
-}
-template <class T> static std::vector<T> dev_get(const T *p, size_t n) {
-    std::vector<T> h(n);
-    if (n) ni_cuda_d2h(G, h.data(), p, (int64_t)n * sizeof(T));
-    return h;
-}
-static bool dsync(const std::string &what, int32_t *cnt) {
+/* Syncs; a launch error is a failed check (counted). */
+static bool wsync(const std::string &what, int32_t *cnt) {
     char err[512] = {0};
     int32_t c[NI_CUDA_ERR_N];
     int code = ni_cuda_sync(G, c, err, sizeof err);
@@ -218,7 +196,7 @@ static std::vector<float> run_matmul(const Wt &W, int T, int acc, int xpad, int 
     ni_rows xr = {dx, T, 1, (int32_t)K, ldx, K}, yr = {dy, T, 1, (int32_t)N, ldy, N};
     ni_cuda_matmul(G, &W.dw, xr, yr, acc);
     std::vector<float> out((size_t)(T * N));
-    if (!dsync(nm, NULL)) {
+    if (!wsync(nm, NULL)) {
         ni_cuda_free(G, dx), ni_cuda_free(G, dy);
         return out;
     }
@@ -280,7 +258,7 @@ static void route_boundary(const Wt &W) {
     for (int T : Ts) {
         ni_rows xr = {dx, T, 1, (int32_t)K, K, K}, yr = {dy, T, 1, (int32_t)N, N, N};
         ni_cuda_matmul(G, &W.dw, xr, yr, 0);
-        dsync("route", NULL);
+        wsync("route", NULL);
         res.push_back(dev_get(dy, (size_t)(T * N)));
     }
     /* res[i][t·N + n] vs the T = 1 result of token t: run T = 1 per token */
@@ -288,7 +266,7 @@ static void route_boundary(const Wt &W) {
     for (int t = 0; t < TM; t++) {
         ni_rows xr = {dx + t * K, 1, 1, (int32_t)K, K, K}, yr = {dy, 1, 1, (int32_t)N, N, N};
         ni_cuda_matmul(G, &W.dw, xr, yr, 0);
-        dsync("route", NULL);
+        wsync("route", NULL);
         std::vector<float> r = dev_get(dy, (size_t)N);
         memcpy(one.data() + t * N, r.data(), (size_t)N * 4);
     }
@@ -323,7 +301,7 @@ static void nan_rows(int fmt) {
         ni_cuda_matmul(G, &W.dw, xr, yr, 0);
         char nm[96];
         snprintf(nm, sizeof nm, "nan/%s/T=%d", fname(fmt), T);
-        if (!dsync(nm, NULL)) continue;
+        if (!wsync(nm, NULL)) continue;
         std::vector<float> y = dev_get(dy, (size_t)(T * N));
         int wrong = 0;
         for (int t = 0; t < T; t++)
@@ -348,7 +326,7 @@ static void embed_case(const Wt &W, int pad) {
     char nm[96];
     snprintf(nm, sizeof nm, "embed/%s[%lld,%lld]/ld=%lld", fname(W.fmt), (long long)N, (long long)K, (long long)ld);
     int32_t cnt[NI_CUDA_ERR_N];
-    if (dsync(nm, cnt)) {
+    if (wsync(nm, cnt)) {
         std::vector<float> g = dev_get(dout, out.size());
         int bad = 0, badpad = 0;
         for (int t = 0; t < T; t++) {
