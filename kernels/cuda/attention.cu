@@ -118,7 +118,7 @@ extern "C" void ni_cuda_attention(ni_cuda_ctx *c, ni_rows q, ni_kv kv, const int
         int64_t ns = ni_div_up(cap, ATT_SPLIT_MIN);
         const int64_t want = ni_div_up(2 * (int64_t)(c->info.sm_count > 0 ? c->info.sm_count : 1), kv.kvh * qchunks);
         if (ns > want) ns = want;
-        if (ns > 1024) ns = 1024;
+        if (ns > ATT_SPLIT_MAX) ns = ATT_SPLIT_MAX;
         nsplit = ns < 1 ? 1 : (int)ns;
     }
     /* Route (b), query-block tiles (T > 4, or one split): grid (query chunk

@@ -28,6 +28,10 @@
 #define ATT_TB 16       /* CPU task token block (kernels/cpu/attention.c ATT_TB): unit of the error count */
 #define ATT_SPLIT_MAX_T 4 /* split-KV route for T ≤ 4, as the CPU */
 #define ATT_SPLIT_MIN 64  /* fewest positions per split (a multiple of ATT_P) */
+/* Most splits of one (query chunk, kv head): a device-independent cap, so
+ * the partials' scratch has a bound the plan can reserve without knowing
+ * the SM count (pkg/layout CUDAOpScratch: 128 splits of T·heads rows). */
+#define ATT_SPLIT_MAX 128
 
 /* Shared-memory plan of the attention tile kernel, in floats (every region
  * 16-byte aligned): Q [bq][hdp], Acc [bq4][hdp], KV tile [ATT_P][kp],

@@ -36,6 +36,25 @@ void ni_cuda_record(ni_cuda_ctx *c, int code, const char *fmt, ...) {
     va_end(ap);
 }
 
+/* Whether the op scratch may grow to `bytes`: not into a bound region (the
+ * plan's term is too small: an error naming both sizes) and not during a
+ * capture (the capture fails). */
+static bool scratch_may_grow(ni_cuda_ctx *c, int64_t bytes) {
+    if (c->scratch_bound) {
+        ni_cuda_record(c, 2,
+                       "op scratch: an op needs %lld bytes, the workspace's op-scratch term holds %lld "
+                       "(pkg/layout CUDAOpScratch does not cover this shape)",
+                       (long long)bytes, (long long)c->scratch_bytes);
+        return false;
+    }
+    if (c->capturing) {
+        ni_cuda_capture_fail(c, "op scratch would grow from %lld to %lld bytes during graph capture (run the step eagerly once first)",
+                             (long long)c->scratch_bytes, (long long)bytes);
+        return false;
+    }
+    return true;
+}
+
 /* Dry-run state (ni_cuda_dry_run): the launch log, the scratch the logged
  * launches asked for, and the device facts to restore at the end. */
 struct ni_cuda_dry {
@@ -85,13 +104,13 @@ int ni_cuda_dry_run(ni_cuda_ctx *c, int on, int sm_count, int64_t max_smem_optin
     if (on && !c->dry) {
         struct ni_cuda_dry *d = (struct ni_cuda_dry *)calloc(1, sizeof *d);
         if (!d) return -1;
-        d->scratch_bytes = c->scratch_bytes;
+        d->scratch_bytes = 0;
         d->sm_count = c->info.sm_count;
         d->max_smem_optin = c->info.max_smem_optin;
         c->dry = d;
     } else if (on) {
-        c->dry->n = 0; /* restart: empty log, scratch from the real one */
-        c->dry->scratch_bytes = c->scratch_bytes;
+        c->dry->n = 0; /* restart: empty log, no scratch requested yet */
+        c->dry->scratch_bytes = 0;
     } else if (c->dry) {
         c->info.sm_count = c->dry->sm_count;
         c->info.max_smem_optin = c->dry->max_smem_optin;
@@ -161,7 +180,7 @@ void ni_cuda_ctx_free(ni_cuda_ctx *c) {
     if (!c) return;
     ni_cuda_graphs_release(c);
     ni_cuda_dry_run(c, 0, 0, 0);
-    if (c->scratch) simt::device_free(c->scratch);
+    if (c->scratch && !c->scratch_bound) simt::device_free(c->scratch);
     simt::device_free(c->d_err);
     free(c);
 }
@@ -238,15 +257,11 @@ int ni_cuda_h2d_async(ni_cuda_ctx *c, void *dst, const void *src, int64_t n) { r
 
 void *ni_cuda_scratch(ni_cuda_ctx *c, int64_t bytes) {
     if (c->dry) { /* kernels do not run: a fake, aligned, never dereferenced address */
-        if (bytes > c->dry->scratch_bytes) c->dry->scratch_bytes = ni_round_up(bytes, 1 << 16);
+        if (bytes > c->dry->scratch_bytes) c->dry->scratch_bytes = bytes; /* exact: checked against pkg/layout */
         return (void *)(uintptr_t)0x7d0000000000ull;
     }
     if (bytes <= c->scratch_bytes) return c->scratch;
-    if (c->capturing) {
-        ni_cuda_capture_fail(c, "op scratch would grow from %lld to %lld bytes during graph capture (run the step eagerly once first)",
-                             (long long)c->scratch_bytes, (long long)bytes);
-        return NULL;
-    }
+    if (!scratch_may_grow(c, bytes)) return NULL;
     int64_t n = ni_round_up(bytes, 1 << 16);
     void *p = simt::device_malloc((size_t)n, "op scratch");
     if (!p) {
@@ -258,6 +273,11 @@ void *ni_cuda_scratch(ni_cuda_ctx *c, int64_t bytes) {
     c->scratch_bytes = n;
     c->mem_gen++;
     return p;
+}
+
+/* Frees the context's own op scratch (kernels run synchronously here). */
+static void scratch_release_own(ni_cuda_ctx *c) {
+    if (c->scratch && !c->scratch_bound) simt::device_free(c->scratch);
 }
 
 #else /* real CUDA */
@@ -353,7 +373,7 @@ void ni_cuda_ctx_free(ni_cuda_ctx *c) {
     if (!c) return;
     ni_cuda_graphs_release(c);
     if (c->stream) cudaStreamSynchronize(c->stream);
-    if (c->scratch) cudaFree(c->scratch);
+    if (c->scratch && !c->scratch_bound) cudaFree(c->scratch);
     if (c->d_err) cudaFree(c->d_err);
     if (c->stream) cudaStreamDestroy(c->stream);
     free(c);
@@ -436,11 +456,7 @@ int ni_cuda_h2d_async(ni_cuda_ctx *c, void *dst, const void *src, int64_t n) {
 
 void *ni_cuda_scratch(ni_cuda_ctx *c, int64_t bytes) {
     if (bytes <= c->scratch_bytes) return c->scratch;
-    if (c->capturing) {
-        ni_cuda_capture_fail(c, "op scratch would grow from %lld to %lld bytes during graph capture (run the step eagerly once first)",
-                             (long long)c->scratch_bytes, (long long)bytes);
-        return NULL;
-    }
+    if (!scratch_may_grow(c, bytes)) return NULL;
     int64_t n = ni_round_up(bytes, 1 << 16);
     void *p = NULL;
     cudaStreamSynchronize(c->stream);
@@ -456,7 +472,28 @@ void *ni_cuda_scratch(ni_cuda_ctx *c, int64_t bytes) {
     return p;
 }
 
+/* Frees the context's own op scratch once queued kernels are done with it. */
+static void scratch_release_own(ni_cuda_ctx *c) {
+    if (c->scratch && !c->scratch_bound) {
+        cudaStreamSynchronize(c->stream);
+        cudaFree(c->scratch);
+    }
+}
+
 #endif
+
+int ni_cuda_bind_scratch(ni_cuda_ctx *c, void *p, int64_t bytes) {
+    if (c->capturing) {
+        ni_cuda_capture_fail(c, "op scratch bound during graph capture");
+        return NI_CUDA_CAPTURE_ERROR;
+    }
+    scratch_release_own(c);
+    c->scratch = p;
+    c->scratch_bytes = p ? bytes : 0;
+    c->scratch_bound = p != NULL;
+    c->mem_gen++;
+    return 0;
+}
 
 void ni_cuda_ctx_info(const ni_cuda_ctx *c, ni_cuda_info *out) { *out = c->info; }
 int64_t ni_cuda_scratch_bytes(const ni_cuda_ctx *c) { return c->dry ? c->dry->scratch_bytes : c->scratch_bytes; }

@@ -23,6 +23,7 @@ struct ni_cuda_ctx {
     int32_t *d_err;  /* NI_CUDA_ERR_N device counters */
     void *scratch;   /* op scratch (device) */
     int64_t scratch_bytes;
+    int scratch_bound; /* 1: scratch is the caller's region (ni_cuda_bind_scratch), never grown or freed here */
     int first_error; /* first launch/runtime error code (0 = none) */
     char errmsg[512];
     ni_cuda_info info;
@@ -61,11 +62,13 @@ void ni_cuda_capture_op(ni_cuda_ctx *c, const char *name, bool kernel, std::func
 /* Records the first error of the context (printf-style message). */
 void ni_cuda_record(ni_cuda_ctx *c, int code, const char *fmt, ...);
 
-/* Device scratch of at least `bytes` (256-aligned), grown on demand; NULL
- * (with an error recorded) when it cannot be allocated, or when it would
- * have to grow during a graph capture (the capture fails). Valid until the
- * next ni_cuda_scratch call that grows it (which bumps the memory
- * generation). */
+/* Device scratch of at least `bytes` (256-aligned). With a bound region
+ * (ni_cuda_bind_scratch: the engine's planned workspace term) it is that
+ * region, and a larger request is an error; unbound, the context grows its
+ * own buffer on demand. NULL (with an error recorded) when it cannot be
+ * had, or when it would have to grow during a graph capture (the capture
+ * fails). Valid until the next ni_cuda_scratch call that grows it or the
+ * next bind (either bumps the memory generation). */
 void *ni_cuda_scratch(ni_cuda_ctx *c, int64_t bytes);
 
 #if defined(NI_SIMT)

@@ -105,8 +105,19 @@ func (x *Ctx) Info() Info {
 		TotalMem: int64(i.total_mem), MaxSmemOptin: int64(i.max_smem_optin), L2: int64(i.l2_bytes)}
 }
 
-// ScratchBytes is the op scratch the context holds.
+// ScratchBytes is the op scratch available to the ops: the bound region's
+// size or the context's own buffer (in a dry run: the largest request).
 func (x *Ctx) ScratchBytes() int64 { return int64(C.ni_cuda_scratch_bytes(x.c)) }
+
+// BindScratch makes [p, p+bytes) the ops' scratch (ni_cuda_bind_scratch):
+// they never allocate, and a larger request is a recorded error. p = nil
+// unbinds.
+func (x *Ctx) BindScratch(p unsafe.Pointer, bytes int64) error {
+	if code := C.ni_cuda_bind_scratch(x.c, p, C.int64_t(bytes)); code != 0 {
+		return &Error{Code: int(code), Msg: "op scratch cannot be bound during a graph capture"}
+	}
+	return nil
+}
 
 // Sync waits for the stream and returns the first error and the counters.
 func (x *Ctx) Sync() ([NumCounters]int32, error) {

@@ -50,9 +50,20 @@ int ni_cuda_probe(int *devices, int *driver_version, int *runtime_version, char 
 ni_cuda_ctx *ni_cuda_ctx_new(int device, int *code, char *err, int errlen);
 void ni_cuda_ctx_free(ni_cuda_ctx *c);
 void ni_cuda_ctx_info(const ni_cuda_ctx *c, ni_cuda_info *out);
-/* Bytes of op scratch held by the context (split-KV partials, chunk
- * intermediates; grows on first use of a shape, stable afterwards). */
+/* Bytes of op scratch available to the context's ops (split-KV partials,
+ * chunked-GDN records, conv halos, sampling buffers): the bound region's
+ * size, or the context's own buffer (grown on first use of a shape, stable
+ * afterwards). In a dry run: the largest request since the run started. */
 int64_t ni_cuda_scratch_bytes(const ni_cuda_ctx *c);
+/* Binds the op scratch to the caller's device region [p, p+bytes) (p
+ * 256-aligned): the ops use it and never allocate; a request larger than
+ * bytes is an error naming both sizes. The engine binds the workspace
+ * arena's op-scratch term (pkg/layout CUDAOpScratch), so every device byte
+ * of a step lies in a planned arena. p = NULL unbinds (the context grows its
+ * own buffer again). Frees the context's own buffer, bumps the memory
+ * generation (graphs captured before are stale). Not during a capture:
+ * returns NI_CUDA_CAPTURE_ERROR and fails the capture. */
+int ni_cuda_bind_scratch(ni_cuda_ctx *c, void *p, int64_t bytes);
 
 /* Waits for the stream. Returns 0 or the first CUDA/launch error code (its
  * message in err) and copies then clears the error counters. */

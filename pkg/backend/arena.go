@@ -11,6 +11,7 @@ const ArenaAlign = 256
 type Arena struct {
 	buf        *Buffer
 	used, peak int64
+	limit      int64 // Alloc hands out [0, limit); the rest is reserved (ReserveTail)
 }
 
 // NewArena allocates a named buffer of the given size and returns an arena
@@ -23,7 +24,19 @@ func NewArena(b Backend, name string, bytes int64) (*Arena, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Arena{buf: buf}, nil
+	return &Arena{buf: buf, limit: bytes}, nil
+}
+
+// ReserveTail takes the bytes from offset off (256-aligned) to the end of
+// the buffer out of Alloc's reach and returns a view of them: the
+// workspace's op-scratch term (pkg/layout WithOpScratch), which the backend
+// owns for the arena's lifetime.
+func (a *Arena) ReserveTail(off int64) (View, error) {
+	if off < a.used || off > a.limit || off%ArenaAlign != 0 {
+		return View{}, fmt.Errorf("arena %s: cannot reserve from offset %d (%d used, %d allocatable of %d)", a.buf.name, off, a.used, a.limit, a.buf.bytes)
+	}
+	a.limit = off
+	return View{a.buf, off}, nil
 }
 
 // Buffer is the arena's backing buffer.
@@ -32,8 +45,8 @@ func (a *Arena) Buffer() *Buffer { return a.buf }
 // Alloc returns a 256-byte-aligned view of n bytes.
 func (a *Arena) Alloc(n int64) (View, error) {
 	off := (a.used + ArenaAlign - 1) / ArenaAlign * ArenaAlign
-	if n < 0 || off+n > a.buf.bytes {
-		return View{}, fmt.Errorf("arena %s: out of memory: %d bytes requested, %d of %d used", a.buf.name, n, a.used, a.buf.bytes)
+	if n < 0 || off+n > a.limit {
+		return View{}, fmt.Errorf("arena %s: out of memory: %d bytes requested, %d of %d used", a.buf.name, n, a.used, a.limit)
 	}
 	a.used = off + n
 	if a.used > a.peak {

@@ -237,6 +237,18 @@ const DeltaChunk = 64
 // decode_path cuda_graph / mtp_cuda_graph).
 const CUDAGraphs = true
 
+// OpScratchUser is implemented by backends whose ops need device scratch
+// beyond their operands (CUDA: split-KV attention partials, chunked-GDN
+// records, conv halos, the sampling buffers). The engine reserves it as the
+// workspace arena's last term (pkg/layout CUDAOpScratch, planned like every
+// other term) and binds it before the first op; the backend then never
+// allocates for an op, and an op needing more than the bound bytes fails
+// with an error naming both sizes. Free of the buffer holding the region
+// unbinds it.
+type OpScratchUser interface {
+	BindOpScratch(v View, bytes int64) error
+}
+
 // Device is implemented by backends that own a separate device (CUDA): the
 // facts the bench environment reports and the measured upload statistics.
 type Device interface {

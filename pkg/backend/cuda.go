@@ -41,11 +41,13 @@ type CUDA struct {
 	staging unsafe.Pointer
 	stBytes int64
 	stats   UploadStats
+	scratch *Buffer // the buffer holding the bound op scratch (nil: none bound)
 }
 
 var (
-	_ Backend = (*CUDA)(nil)
-	_ Device  = (*CUDA)(nil)
+	_ Backend       = (*CUDA)(nil)
+	_ Device        = (*CUDA)(nil)
+	_ OpScratchUser = (*CUDA)(nil)
 )
 
 // DefaultStagingBytes is the pinned upload buffer of the CUDA backend.
@@ -87,8 +89,33 @@ func (c *CUDA) DeviceFacts() DeviceFacts {
 		DriverVersion: c.info.DriverVersion, TotalMem: c.info.TotalMem, SMs: c.info.SMCount, Simulated: cuda.Simulated}
 }
 
-// ScratchBytes is the op scratch held on the device.
+// ScratchBytes is the op scratch available to the ops on the device: the
+// bound region (BindOpScratch), else the context's own buffer.
 func (c *CUDA) ScratchBytes() int64 { return c.ctx.ScratchBytes() }
+
+// BindOpScratch makes bytes at v the ops' scratch (OpScratchUser). The
+// region must lie in a live buffer of this backend, 256-byte aligned.
+func (c *CUDA) BindOpScratch(v View, bytes int64) error {
+	if v.Buf == nil {
+		if err := c.ctx.BindScratch(nil, 0); err != nil {
+			return fmt.Errorf("backend: op scratch: %w", err)
+		}
+		c.scratch = nil
+		return nil
+	}
+	if _, ok := c.bufs[v.Buf]; !ok {
+		return fmt.Errorf("backend: op scratch: buffer %s is not a live buffer of this backend", v.Buf.name)
+	}
+	if bytes <= 0 || v.Off < 0 || v.Off%ArenaAlign != 0 || v.Off+bytes > v.Buf.bytes {
+		return fmt.Errorf("backend: op scratch: %d bytes at offset %d of %s (%d bytes) is not a 256-aligned region inside it",
+			bytes, v.Off, v.Buf.name, v.Buf.bytes)
+	}
+	if err := c.ctx.BindScratch(v.ptr(), bytes); err != nil {
+		return fmt.Errorf("backend: op scratch: %w", err)
+	}
+	c.scratch = v.Buf
+	return nil
+}
 
 // Stats returns the measured upload statistics.
 func (c *CUDA) Stats() UploadStats { return c.stats }
@@ -113,6 +140,10 @@ func (c *CUDA) Free(b *Buffer) {
 		return
 	}
 	delete(c.bufs, b)
+	if b == c.scratch { // the ops must not use freed memory: back to the context's own scratch
+		_ = c.ctx.BindScratch(nil, 0) // fails only during a capture, which the free below fails too
+		c.scratch = nil
+	}
 	c.ctx.Free(b.p)
 	b.p = nil
 }

@@ -157,8 +157,10 @@ func TestCUDADryRunMatchesEngine(t *testing.T) {
 // TestCUDAArenasAreLayout checks that the CUDA backend holds exactly the
 // engine's three arenas of pkg/layout (weights, sequence, workspace; with
 // MTP also mtp.weights and mtp.sequence) and nothing else, before and after
-// running steps (ops never allocate; op scratch is the context's own), and
-// logs the context scratch the steps grew.
+// running steps: the workspace ends with the op-scratch term
+// (layout.CUDAOpScratch), which the ops use without allocating (the
+// context's scratch stays the bound term), and the sequence carries
+// ctl.sampler.
 func TestCUDAArenasAreLayout(t *testing.T) {
 	be, err := backend.NewCUDA(backend.CUDAOptions{})
 	if err != nil {
@@ -193,12 +195,17 @@ func TestCUDAArenasAreLayout(t *testing.T) {
 		}
 	}
 	T := layout.StepTokens(o.MaxContext, o.PrefillChunk)
-	so := layout.SequenceOptions{MaxContext: o.MaxContext, StepTokens: T, KVDtype: o.KVDtype, StateSlots: o.StateSlots}
+	so := layout.SequenceOptions{MaxContext: o.MaxContext, StepTokens: T, KVDtype: o.KVDtype, StateSlots: o.StateSlots, DeviceSampler: true}
 	seqLay, _, err := layout.Sequence(cfg, so)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, wsCap := layout.Workspace(cfg, T, o.LogitsRows)
+	_, phases := layout.Workspace(cfg, T, o.LogitsRows)
+	_, need := layout.CUDAOpScratch(cfg, T, T)
+	_, wsCap := layout.WithOpScratch(phases, need)
+	if need <= 0 || wsCap != layout.AlignUp(phases)+layout.AlignUp(need) {
+		t.Fatalf("op scratch %d, workspace %d of phases %d", need, wsCap, phases)
+	}
 	want := []backend.CUDABufferForTest{{"sequence", seqLay.Capacity}, {"weights", layout.Weights(terms).Capacity}, {"workspace", wsCap}}
 	sq, err := e.NewSequence()
 	if err != nil {
@@ -220,7 +227,10 @@ func TestCUDAArenasAreLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("after prefill and decode", want)
-	t.Logf("tiny config (T = %d, int8 KV, 3 slots): context scratch %d B beside the arenas", T, be.ScratchBytes())
+	if be.ScratchBytes() != need {
+		t.Errorf("after prefill and decode: the context's op scratch is %d B, the bound workspace term %d B", be.ScratchBytes(), need)
+	}
+	t.Logf("tiny config (T = %d, int8 KV, 3 slots): op scratch term %d B at the end of the workspace", T, need)
 	sq.Close()
 
 	mtp, err := e.LoadMTP(w, engine.MTPOptions{})
@@ -241,7 +251,9 @@ func TestCUDAArenasAreLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, wsMTP := layout.WorkspaceWithMTP(cfg, T, o.StateSlots, o.LogitsRows)
+	_, mtpPhases := layout.WorkspaceWithMTP(cfg, T, o.StateSlots, o.LogitsRows)
+	_, mtpNeed := layout.CUDAOpScratch(cfg, T, layout.MTPRows(T, o.StateSlots))
+	_, wsMTP := layout.WithOpScratch(mtpPhases, mtpNeed)
 	wantMTP := []backend.CUDABufferForTest{{layout.MTPSequenceArena, mseq.Capacity}, {layout.MTPWeightsArena, layout.MTPWeights(mtpTerms).Capacity},
 		{"sequence", seq2.Capacity}, {"weights", layout.Weights(terms).Capacity}, {"workspace", wsMTP}}
 	check("with MTP", wantMTP)
@@ -252,4 +264,7 @@ func TestCUDAArenasAreLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("with MTP after prefill and decode", wantMTP)
+	if be.ScratchBytes() != mtpNeed {
+		t.Errorf("with MTP: the context's op scratch is %d B, the bound workspace term %d B", be.ScratchBytes(), mtpNeed)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ninfer/ninfer/pkg/backend"
+	"github.com/ninfer/ninfer/pkg/layout"
 	"github.com/ninfer/ninfer/pkg/sample"
 )
 
@@ -18,9 +19,8 @@ import (
 type DeviceSampler struct {
 	be  backend.Backend
 	cfg sample.Config
-	// buf is its own allocation, outside the planned arenas (pkg/layout):
-	// about 5·vocab bytes (SamplerStateBytes) plus 16.
-	buf   *backend.Buffer
+	// The state lives in the sequence arena's ctl.sampler term
+	// (layout.SamplerBytes), planned like every other term.
 	st    backend.SamplerState
 	pos   backend.View // int64 RNG position of the next draw
 	out   backend.View // int32 id of the last draw
@@ -29,25 +29,30 @@ type DeviceSampler struct {
 	vocab int
 }
 
-// NewDeviceSampler allocates a device sampler for cfg on the engine's
-// backend, empty (Reset it with the prompt before the first draw).
-func (e *Engine) NewDeviceSampler(cfg sample.Config) (*DeviceSampler, error) {
+// NewDeviceSampler makes the sequence's device sampler for cfg, empty
+// (Reset it with the prompt before the first draw). Its state is the
+// sequence's ctl.sampler term, so there is one sampler per sequence (a new
+// one replaces the old) and it lives as long as the sequence. Backends
+// without device memory (the CPU) have no such term: they sample on the
+// host (pkg/sample).
+func (s *Sequence) NewDeviceSampler(cfg sample.Config) (*DeviceSampler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("engine: device sampler: %w", err)
 	}
-	V := e.cfg.VocabSize
+	if s.sampler.Buf == nil {
+		return nil, fmt.Errorf("engine: device sampler: the %s backend samples on the host (its sequences have no ctl.sampler term)", s.e.be.Name())
+	}
+	V := s.e.cfg.VocabSize
 	stBytes := backend.SamplerStateBytes(V) // a multiple of 4
 	posOff := (stBytes + 7) / 8 * 8
 	outOff := posOff + backend.SamplerPosBytes
-	buf, err := e.be.Alloc("sampler", outOff+8)
-	if err != nil {
-		return nil, fmt.Errorf("engine: device sampler: %w", err)
+	if outOff+8 != layout.SamplerBytes(V) {
+		return nil, fmt.Errorf("engine: device sampler: internal: state needs %d bytes, ctl.sampler has %d", outOff+8, layout.SamplerBytes(V))
 	}
-	v := backend.View{Buf: buf}
-	d := &DeviceSampler{be: e.be, cfg: cfg, buf: buf, st: backend.SamplerState{View: v, Vocab: V},
+	v := s.sampler
+	d := &DeviceSampler{be: s.e.be, cfg: cfg, st: backend.SamplerState{View: v, Vocab: V},
 		pos: v.At(posOff), out: v.At(outOff), next: -1, tok: make([]int32, 1), vocab: V}
 	if err := d.Reset(nil); err != nil {
-		e.be.Free(buf)
 		return nil, err
 	}
 	return d, nil
@@ -55,14 +60,6 @@ func (e *Engine) NewDeviceSampler(cfg sample.Config) (*DeviceSampler, error) {
 
 // Config is the sampling configuration.
 func (d *DeviceSampler) Config() sample.Config { return d.cfg }
-
-// Close frees the sampler's buffer.
-func (d *DeviceSampler) Close() {
-	if d.buf != nil {
-		d.be.Free(d.buf)
-		d.buf = nil
-	}
-}
 
 // Reset empties the generated-token counts and marks prompt as seen, as
 // sample.Sampler's Reset then AddPrompt(prompt).

@@ -54,12 +54,15 @@ type Engine struct {
 	kvFmt   backend.KVFormat
 	weights *backend.Arena
 	ws      *backend.Arena
-	layers  []layer
-	embed   *backend.Weight
-	head    *backend.Weight
-	final   backend.View
-	nFull   int
-	nLinear int
+	// opScratch is the workspace's op-scratch term bound to the backend
+	// (layout.CUDAOpScratch; 0 without one).
+	opScratch int64
+	layers    []layer
+	embed     *backend.Weight
+	head      *backend.Weight
+	final     backend.View
+	nFull     int
+	nLinear   int
 	// residualT is the row count of the last target step's residual x
 	// (workspace offset 0): the MTP step allocates after it (mtp.go).
 	residualT int
@@ -134,7 +137,7 @@ func New(w Weights, be backend.Backend, o Options) (*Engine, error) {
 		}
 		e.layers = append(e.layers, ly)
 	}
-	e.ws, err = backend.NewArena(be, "workspace", WorkspaceBytes(cfg, e.stepTokens(), o.LogitsRows))
+	e.ws, err = e.newWorkspace(WorkspaceBytes(cfg, e.stepTokens(), o.LogitsRows), e.stepTokens())
 	if err != nil {
 		e.be.Free(e.weights.Buffer())
 		return nil, fmt.Errorf("engine: %w", err)
@@ -160,6 +163,10 @@ func (e *Engine) Arenas() map[string]int64 {
 	return map[string]int64{"weights": e.weights.Cap(), "workspace": e.ws.Cap()}
 }
 
+// OpScratchBytes is the workspace's op-scratch term (layout.CUDAOpScratch;
+// 0 on a backend without op scratch).
+func (e *Engine) OpScratchBytes() int64 { return e.opScratch }
+
 // ResetMemoryPeaks restarts the workspace high-water mark (ninfer-bench
 // calls it before each test's warmups). Nothing in the workspace lives
 // across steps (each step starts with a reset), so the mark restarts at 0;
@@ -170,19 +177,55 @@ func (e *Engine) ResetMemoryPeaks() {
 }
 
 // WorkspacePeakBytes is the workspace arena's high-water mark since the
-// last ResetMemoryPeaks: the bytes the largest step really used.
+// last ResetMemoryPeaks: the bytes the largest step really used (the
+// phases; the op-scratch term is reserved, not counted).
 func (e *Engine) WorkspacePeakBytes() int64 { return e.ws.Peak() }
 
-// growWorkspace replaces the workspace arena by one of bytes when it is
-// smaller (LoadMTP: the MTP step runs in the target's workspace). Nothing
-// lives in the workspace between steps except the last step's residual,
-// which only the MTP head reads right after the step; call it between
-// steps.
-func (e *Engine) growWorkspace(bytes int64) error {
-	if bytes <= e.ws.Cap() {
+// workspaceLayout is the workspace arena's capacity for phases of
+// phaseCap bytes (the stack each step allocates from) and, on a backend
+// whose ops need device scratch (backend.OpScratchUser: CUDA), the
+// op-scratch term after them (layout.CUDAOpScratch for attention calls of
+// up to attnRows rows; Bytes 0 on other backends). pkg/plan lays out the
+// same terms.
+func (e *Engine) workspaceLayout(phaseCap int64, attnRows int) (layout.Term, int64) {
+	if _, ok := e.be.(backend.OpScratchUser); !ok {
+		return layout.Term{}, phaseCap
+	}
+	_, need := layout.CUDAOpScratch(e.cfg, e.stepTokens(), attnRows)
+	return layout.WithOpScratch(phaseCap, need)
+}
+
+// newWorkspace allocates the workspace arena of workspaceLayout and binds
+// its op-scratch term to the backend.
+func (e *Engine) newWorkspace(phaseCap int64, attnRows int) (*backend.Arena, error) {
+	term, capacity := e.workspaceLayout(phaseCap, attnRows)
+	ws, err := backend.NewArena(e.be, "workspace", capacity)
+	if err != nil || term.Bytes == 0 {
+		return ws, err
+	}
+	v, err := ws.ReserveTail(term.Offset)
+	if err == nil {
+		err = e.be.(backend.OpScratchUser).BindOpScratch(v, term.Bytes)
+	}
+	if err != nil {
+		e.be.Free(ws.Buffer())
+		return nil, err
+	}
+	e.opScratch = term.Bytes
+	return ws, nil
+}
+
+// growWorkspace replaces the workspace arena by one whose phases hold
+// phaseCap bytes and whose op scratch covers attention calls of attnRows
+// rows (LoadMTP: the MTP step runs in the target's workspace), when that is
+// larger. Nothing lives in the workspace between steps except the last
+// step's residual, which only the MTP head reads right after the step; call
+// it between steps.
+func (e *Engine) growWorkspace(phaseCap int64, attnRows int) error {
+	if _, capacity := e.workspaceLayout(phaseCap, attnRows); capacity <= e.ws.Cap() {
 		return nil
 	}
-	ws, err := backend.NewArena(e.be, "workspace", bytes)
+	ws, err := e.newWorkspace(phaseCap, attnRows)
 	if err != nil {
 		return err
 	}
@@ -213,18 +256,18 @@ func MTPWorkspaceBytes(c qwen35.Config, T, rows, logitRows int) int64 {
 	return capacity
 }
 
-// SequenceBytes is the size of one sequence's state arena (layout.Sequence:
-// the paged KV cache, the GDN recurrent and conv state slots, the block
-// table and the control buffers) for options o with defaults filled in.
-func SequenceBytes(c qwen35.Config, o Options, kf backend.KVFormat) (int64, error) {
-	a, _, err := layout.Sequence(c, seqOptions(o, kf))
-	return a.Capacity, err
+// deviceSampling reports whether sequences on be carry the ctl.sampler term
+// (layout.SequenceOptions.DeviceSampler): backends with their own device
+// memory (CUDA) sample there; the CPU samples on the host.
+func deviceSampling(be backend.Backend) bool {
+	_, ok := be.(backend.Device)
+	return ok
 }
 
-// seqOptions are the layout inputs of a sequence arena.
-func seqOptions(o Options, kf backend.KVFormat) layout.SequenceOptions {
+// seqOptions are the layout inputs of a sequence arena on backend be.
+func seqOptions(o Options, kf backend.KVFormat, be backend.Backend) layout.SequenceOptions {
 	return layout.SequenceOptions{MaxContext: o.MaxContext, StepTokens: layout.StepTokens(o.MaxContext, o.PrefillChunk),
-		KVDtype: kf.String(), StateSlots: o.StateSlots}
+		KVDtype: kf.String(), StateSlots: o.StateSlots, DeviceSampler: deviceSampling(be)}
 }
 
 func pagesFor(maxCtx int) int { return layout.Pages(maxCtx) }

@@ -176,7 +176,7 @@ func (e *Engine) LoadMTP(w Weights, o MTPOptions) (*MTP, error) {
 	// Its step runs in the target's workspace: grow it to the largest
 	// target or MTP phase.
 	_, capacity := layout.WorkspaceWithMTP(cfg, e.stepTokens(), e.opts.StateSlots, e.opts.LogitsRows)
-	if err := e.growWorkspace(capacity); err != nil {
+	if err := e.growWorkspace(capacity, max(e.stepTokens(), m.rows)); err != nil {
 		return fail(fmt.Errorf("engine: mtp: workspace: %w", err))
 	}
 	return m, nil
@@ -234,7 +234,7 @@ func (m *MTP) NewMTPSequence() (*MTPSequence, error) {
 		return nil, err
 	}
 	c, o := m.e.cfg, m.e.opts
-	lay, g, err := layout.MTPSequence(c, seqOptions(o, m.e.kvFmt))
+	lay, g, err := layout.MTPSequence(c, seqOptions(o, m.e.kvFmt, m.e.be))
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("engine: mtp: %w", err)

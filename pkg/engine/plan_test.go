@@ -111,7 +111,7 @@ func TestArenasEqualPlan(t *testing.T) {
 					if prop && rec != "q8" {
 						continue // only the q8 artifact has a proposal head
 					}
-					checkMTPArenas(t, r, w, objs, rec, k, kv, prop)
+					checkMTPArenas(t, r, w, objs, rec, k, kv, prop, newBackend(t, "avx2"), plan.BackendCPU)
 				}
 			}
 		}
@@ -126,12 +126,13 @@ func TestArenasEqualPlan(t *testing.T) {
 // kv_payload_bytes is the text KV plus the engine's one-layer MTP KV. A
 // prefill over two chunks and k drafts then run on the carved arenas; the
 // drafts' workspace peak is the MTP step's dry run.
-func checkMTPArenas(t *testing.T, r *rand.Rand, w *loader.Weights, objs []plan.Object, rec string, k int, kv string, prop bool) {
+func checkMTPArenas(t *testing.T, r *rand.Rand, w *loader.Weights, objs []plan.Object, rec string, k int, kv string, prop bool,
+	be backend.Backend, pb plan.Backend) {
 	t.Helper()
 	cfg := w.Config()
 	ctx, chunk := []int{0, 300, 100, 4096}[k], []int{0, 256, 128, 128}[k]
 	name := fmt.Sprintf("%s mtp k=%d kv=%s proposal=%v", rec, k, kv, prop)
-	e, err := New(w, newBackend(t, "avx2"), Options{MaxContext: ctx, PrefillChunk: chunk, KVDtype: kv, StateSlots: k + 1, LogitsRows: k + 1})
+	e, err := New(w, be, Options{MaxContext: ctx, PrefillChunk: chunk, KVDtype: kv, StateSlots: k + 1, LogitsRows: k + 1})
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
@@ -147,7 +148,7 @@ func checkMTPArenas(t *testing.T, r *rand.Rand, w *loader.Weights, objs []plan.O
 	}
 	defer ms.Close()
 	p, err := plan.New(cfg, objs, plan.Options{MaxContext: int64(ctx), KVCapacity: int64(ctx), KVDtype: plan.KVDtype(kv),
-		PrefillChunk: int64(chunk), Spec: plan.SpecMTP, DraftTokens: k, LMHeadDraft: prop, Backend: plan.BackendCPU,
+		PrefillChunk: int64(chunk), Spec: plan.SpecMTP, DraftTokens: k, LMHeadDraft: prop, Backend: pb,
 		AvailableAfterWeightsBytes: 1 << 30})
 	if err != nil {
 		t.Fatalf("%s: plan: %v", name, err)
@@ -164,6 +165,7 @@ func checkMTPArenas(t *testing.T, r *rand.Rand, w *loader.Weights, objs []plan.O
 	if _, ok := ma["mtp.workspace"]; ok || len(ma) != 1 || e.ws.Cap() != mem.Workspace.CapacityBytes || e.ws.Cap() < target {
 		t.Errorf("%s: workspace %d (mtp arenas %v), plan %d, target phases %d", name, e.ws.Cap(), ma, mem.Workspace.CapacityBytes, target)
 	}
+	checkOpScratch(t, name, e, p)
 	wantTerms := mtpTensors(cfg)
 	if prop {
 		wantTerms += 2 // text/draft_head, text/draft_head_token_ids
@@ -215,6 +217,29 @@ func checkMTPArenas(t *testing.T, r *rand.Rand, w *loader.Weights, objs []plan.O
 		if id < 0 || int(id) >= cfg.VocabSize {
 			t.Errorf("%s: draft id %d outside the vocabulary", name, id)
 		}
+	}
+	checkScratchBound(t, name, e)
+}
+
+// checkOpScratch: the engine's workspace ends with the plan's op-scratch
+// term (CUDA), or has none (CPU).
+func checkOpScratch(t *testing.T, name string, e *Engine, p *plan.Plan) {
+	t.Helper()
+	os := p.OpScratch
+	if e.OpScratchBytes() != os.Bytes || (os.Bytes > 0 && (os.Offset+layout.AlignUp(os.Bytes) != e.ws.Cap() || os.Name != layout.OpScratchTerm)) {
+		t.Errorf("%s: engine op scratch %d in a %d-byte workspace, plan term %+v", name, e.OpScratchBytes(), e.ws.Cap(), os)
+	}
+}
+
+// checkScratchBound: after running, a backend with op scratch still uses
+// exactly the bound workspace term (no op grew scratch of its own).
+func checkScratchBound(t *testing.T, name string, e *Engine) {
+	t.Helper()
+	if _, ok := e.be.(backend.OpScratchUser); !ok {
+		return
+	}
+	if sb, ok := e.be.(interface{ ScratchBytes() int64 }); ok && sb.ScratchBytes() != e.OpScratchBytes() {
+		t.Errorf("%s: the backend's op scratch is %d bytes, the bound workspace term %d", name, sb.ScratchBytes(), e.OpScratchBytes())
 	}
 }
 

@@ -29,7 +29,8 @@ type Sequence struct {
 	slot     int32 // current GDN state slot
 	verifyAt int   // position before the last Verify, −1 if none
 	verifyT  int
-	graphs   *graphCache // decode-step graphs (Options.CUDAGraph); nil = eager
+	graphs   *graphCache  // decode-step graphs (Options.CUDAGraph); nil = eager
+	sampler  backend.View // ctl.sampler: device sampling's state (Buf nil: none)
 }
 
 // ErrContext is returned when a request would exceed the context limit.
@@ -39,7 +40,7 @@ var ErrContext = errors.New("context limit exceeded")
 // terms of layout.Sequence.
 func (e *Engine) NewSequence() (*Sequence, error) {
 	c, o := e.cfg, e.opts
-	lay, g, err := layout.Sequence(c, seqOptions(o, e.kvFmt))
+	lay, g, err := layout.Sequence(c, seqOptions(o, e.kvFmt, e.be))
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
@@ -74,6 +75,7 @@ func (e *Engine) NewSequence() (*Sequence, error) {
 			BF16: g.ConvSlotBytes == 2*g.ConvSlotFloats})
 	}
 	s.ids, s.pos, s.inSlot = views["ctl.ids"], views["ctl.pos"], views["ctl.in_slot"]
+	s.sampler = views["ctl.sampler"] // zero View without the term (the CPU)
 	s.hostIDs = make([]int32, o.PrefillChunk)
 	s.hostPos = make([]int32, o.PrefillChunk)
 	s.hostSlot = make([]int32, 1)

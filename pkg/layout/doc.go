@@ -20,6 +20,8 @@
 //	ctl.ids         int32 [step tokens]
 //	ctl.pos         int32 [step tokens]
 //	ctl.in_slot     int32 [1]
+//	ctl.sampler     CUDA only: SamplerBytes(vocab) — device sampling's
+//	                counts, seen mask, RNG position and drawn id
 //
 // Workspace (Workspace): the forward pass allocates a stack per step: the
 // residual stream "x" and the normed input "x_norm" for the whole step, then
@@ -27,6 +29,14 @@
 // released before the next). Each phase is laid out from offset 0 including
 // x and x_norm; the workspace capacity is the largest phase. Step tokens
 // are min(prefill chunk, max context): no step can process more.
+//
+// Op scratch (opscratch.go): on the CUDA backend the workspace ends with one
+// more term, "op_scratch" at AlignUp(largest phase), of CUDAOpScratch bytes
+// (the largest device scratch one op of a step asks for: split-KV
+// attention partials, chunked-GDN records, conv halos, sampling buffers).
+// The engine binds it to the backend (backend.OpScratchUser), so no op
+// allocates; the CPU backend keeps its per-thread scratch outside the
+// arenas (reported, not reserved) and has no such term.
 //
 // MTP (mtp.go): with speculation the MTP head (pkg/engine/mtp.go) keeps
 // two arenas of its own, each laid out here, and runs its step in the

@@ -16,6 +16,10 @@ type SequenceOptions struct {
 	// ConvStateElemBytes, the engine's); planning only, e.g. the
 	// reference's bf16 state for the seed reconciliation.
 	ConvElemBytes int
+	// DeviceSampler adds the term ctl.sampler (SamplerBytes(vocab)): the
+	// penalty state, RNG position and drawn id of sampling on the device
+	// (the CUDA backend; the CPU samples on the host).
+	DeviceSampler bool
 }
 
 // SeqGeometry describes the terms of a sequence arena.
@@ -98,6 +102,9 @@ func SequenceTerms(c qwen35.Config, o SequenceOptions) (state, other []Term, g S
 		{Name: "ctl.pos", Bytes: 4 * T},
 		{Name: "ctl.in_slot", Bytes: 4},
 	}
+	if o.DeviceSampler {
+		other = append(other, Term{Name: "ctl.sampler", Bytes: SamplerBytes(c.VocabSize)})
+	}
 	return state, other, g, nil
 }
 
@@ -108,4 +115,14 @@ func Sequence(c qwen35.Config, o SequenceOptions) (Arena, SeqGeometry, error) {
 		return Arena{}, g, err
 	}
 	return Lay("sequence", append(state, other...)), g, nil
+}
+
+// SamplerBytes is the ctl.sampler term for vocab tokens: the sampler state
+// of backend.Sample (int32 counts[vocab], then uint8 seen[vocab] padded to
+// 4 bytes) padded to 8, the int64 RNG position and the int32 drawn id
+// (padded to 8).
+func SamplerBytes(vocab int) int64 {
+	v := int64(vocab)
+	state := 4*v + (v+3)/4*4
+	return (state+7)/8*8 + 8 + 8
 }

@@ -69,7 +69,7 @@ func gdnSlots(o Options) int {
 // ceil(max_ctx/64) pages, which equals the resolved pages with C = 1).
 func seqOptions(o Options, maxCtx, pages int64) layout.SequenceOptions {
 	return layout.SequenceOptions{MaxContext: int(pages * PageTokens), StepTokens: layout.StepTokens(int(maxCtx), int(o.PrefillChunk)),
-		KVDtype: string(o.KVDtype), StateSlots: gdnSlots(o), ConvElemBytes: o.ConvStateBytes}
+		KVDtype: string(o.KVDtype), StateSlots: gdnSlots(o), ConvElemBytes: o.ConvStateBytes, DeviceSampler: o.Backend == BackendCUDA}
 }
 
 // sequenceArena is the persistent per-sequence memory at the given pages:
@@ -123,21 +123,28 @@ func sequenceArena(c qwen35.Config, o Options, maxCtx, pages int64) (Arena, Aren
 // workspacePhases are the engine's workspace phases for steps of
 // min(prefill chunk, max context) tokens (layout.Workspace), with MTP
 // followed by the MTP step's phases in the same arena
-// (layout.WorkspaceWithMTP), and the capacity: the largest phase, or the
-// measured override.
-func workspacePhases(c qwen35.Config, o Options, maxCtx int64) ([]Arena, int64) {
+// (layout.WorkspaceWithMTP); on cuda the op-scratch term after them
+// (layout.CUDAOpScratch: attention calls of up to the step's rows, with MTP
+// the MTP step's too; a zero term on cpu); and the capacity: the largest
+// phase plus the op scratch, or the measured override.
+func workspacePhases(c qwen35.Config, o Options, maxCtx int64) (phases []Arena, scratch Term, needs []Term, capacity int64) {
 	T := layout.StepTokens(int(maxCtx), int(o.PrefillChunk))
-	var phases []Arena
-	var capacity int64
+	attnRows := T
 	if o.Spec == SpecMTP {
 		phases, capacity = layout.WorkspaceWithMTP(c, T, gdnSlots(o), int(o.LogitsRows))
+		attnRows = max(T, layout.MTPRows(T, gdnSlots(o)))
 	} else {
 		phases, capacity = layout.Workspace(c, T, int(o.LogitsRows))
+	}
+	if o.Backend == BackendCUDA {
+		var need int64
+		needs, need = layout.CUDAOpScratch(c, T, attnRows)
+		scratch, capacity = layout.WithOpScratch(capacity, need)
 	}
 	if o.WorkspaceBytesOverride > 0 {
 		capacity = o.WorkspaceBytesOverride
 	}
-	return phases, capacity
+	return phases, scratch, needs, capacity
 }
 
 // weightsArena lays out the device objects as the engine binds them, in two

@@ -61,10 +61,14 @@ type Plan struct {
 	// Sequence list the target's terms, then the MTP arena's terms (offsets
 	// continue after the target's capacity); capacities are the sums. The
 	// workspace is one arena shared by the target and MTP steps.
-	Weights   Arena   // device objects as the engine binds them (layout.Weights + layout.MTPWeights)
-	Sequence  Arena   // per-sequence arenas (layout.Sequence + layout.MTPSequence)
-	Phases    []Arena // the workspace phases (layout.Workspace, with MTP then layout.MTPWorkspace), each from offset 0
-	Workspace int64   // largest phase, or the override
+	Weights  Arena   // device objects as the engine binds them (layout.Weights + layout.MTPWeights)
+	Sequence Arena   // per-sequence arenas (layout.Sequence + layout.MTPSequence)
+	Phases   []Arena // the workspace phases (layout.Workspace, with MTP then layout.MTPWorkspace), each from offset 0
+	// OpScratch is the workspace's op-scratch term on cuda
+	// (layout.CUDAOpScratch, after the largest phase; Bytes 0 on cpu).
+	OpScratch      Term
+	OpScratchNeeds []Term // each op's need (the term is the largest)
+	Workspace      int64  // largest phase plus the op scratch, or the override
 
 	// MTP are the MTP head's own arenas as the engine allocates them (zero
 	// without MTP); they are included in Weights and Sequence. The MTP
@@ -96,6 +100,8 @@ type planAt struct {
 	kv          KVGeometry
 	gdn         GDNGeometry
 	phases      []Arena
+	opScratch   Term
+	opNeeds     []Term
 	workspace   int64
 	graph       int64
 }
@@ -107,8 +113,8 @@ func at(c qwen35.Config, o Options, maxCtx, pages int64) (planAt, error) {
 	if err != nil {
 		return planAt{}, err
 	}
-	phases, workspace := workspacePhases(c, o, maxCtx)
-	return planAt{seq: seq, mtpSeq: mtpSeq, kv: kv, gdn: gdn, phases: phases, workspace: workspace,
+	phases, scratch, needs, workspace := workspacePhases(c, o, maxCtx)
+	return planAt{seq: seq, mtpSeq: mtpSeq, kv: kv, gdn: gdn, phases: phases, opScratch: scratch, opNeeds: needs, workspace: workspace,
 		graph: graphAllowance(o, maxCtx, pages*PageTokens)}, nil
 }
 
@@ -177,7 +183,7 @@ func New(c qwen35.Config, objects []Object, opts Options) (*Plan, error) {
 	}
 	p.Options = o
 	p.KV, p.GDN = pa.kv, pa.gdn
-	p.Sequence, p.Phases, p.Workspace = pa.seq, pa.phases, pa.workspace
+	p.Sequence, p.Phases, p.OpScratch, p.OpScratchNeeds, p.Workspace = pa.seq, pa.phases, pa.opScratch, pa.opNeeds, pa.workspace
 	p.MTP.Sequence = pa.mtpSeq
 	p.GraphAllowanceBytes = pa.graph
 	p.Resolution = res

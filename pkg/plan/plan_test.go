@@ -145,7 +145,9 @@ func TestSeedEngineLayout(t *testing.T) {
 		t.Errorf("GDN slot %d payload %d (mtp %d layers × %d pages), want 156893184 574881792 (1 × 256)",
 			p.GDN.SlotBytes, p.KV.PayloadBytes(), p.KV.MTPLayers, p.KV.MTPPages)
 	}
-	other := int64(1024 + 4096 + 4096 + 256) // block_table (256 pages), ctl.ids, ctl.pos (1024 tokens), ctl.in_slot
+	// block_table (256 pages), ctl.ids, ctl.pos (1024 tokens), ctl.in_slot,
+	// ctl.sampler (cuda: 248320·(4+1) + 8 + 8 = 1,241,616 → 1,241,856 aligned)
+	other := int64(1024 + 4096 + 4096 + 256 + 1241856)
 	// mtp.block_table, mtp.ids and mtp.pos (1025 rows: 4100 → 4352 B aligned),
 	// mtp.hidden [1025, 5120] fp32, mtp.last_hidden [5120] fp32
 	mtpOther := int64(1024 + 4352 + 4352 + 1025*5120*4 + 5120*4)
@@ -197,9 +199,13 @@ func TestSeedEngineLayout(t *testing.T) {
 		}
 	}
 	// Workspace: the largest phase, the MTP step's MLP (it was the GDN phase
-	// 202,113,024 + a separate mtp.workspace arena 380,836,096 = 582,949,120).
-	if mtp[layout.PhaseMTPMLP] != 205701120 || p.Workspace != mtp[layout.PhaseMTPMLP] || p.Workspace <= gdn || len(p.Phases) != 8 {
-		t.Errorf("workspace %d (%d phases), want the mtp.mlp phase %d (target gdn %d)", p.Workspace, len(p.Phases), mtp[layout.PhaseMTPMLP], gdn)
+	// 202,113,024 + a separate mtp.workspace arena 380,836,096 = 582,949,120),
+	// then the op scratch: the chunked GDN of 16 chunks × 48 v-heads ×
+	// (64² + 64·(128+128) + 64 = 20,544 floats) × 4 = 63,111,168 bytes.
+	if mtp[layout.PhaseMTPMLP] != 205701120 || p.Workspace != mtp[layout.PhaseMTPMLP]+63111168 || p.OpScratch.Offset != mtp[layout.PhaseMTPMLP] ||
+		p.Workspace <= gdn || len(p.Phases) != 8 {
+		t.Errorf("workspace %d (%d phases, op scratch %+v), want the mtp.mlp phase %d + 63111168 (target gdn %d)", p.Workspace, len(p.Phases),
+			p.OpScratch, mtp[layout.PhaseMTPMLP], gdn)
 	}
 	if p.Memory.RuntimeReservationBytes != p.Sequence.Capacity+p.Workspace+85983232 {
 		t.Errorf("reservation %d != sequence + workspace + graph", p.Memory.RuntimeReservationBytes)
@@ -254,8 +260,35 @@ func TestWorkspaceTiny(t *testing.T) {
 			t.Errorf("phase %s = %d (%v), want %d", name, ph.Capacity, ok, w)
 		}
 	}
-	if p.Workspace != want["gdn"] {
-		t.Errorf("workspace %d, want the gdn phase %d", p.Workspace, want["gdn"])
+	// cuda (the default): the op-scratch term after the largest phase, the
+	// largest op need of 128-token steps: chunked GDN, 2 chunks × nv 4 ×
+	// (64² + 64·(16+16) + 64 = 6208 floats) × 4 = 198,656 (conv halo
+	// 2·3·128·4 = 3,072; attention splits (128·8·32 + 2·128·8)·4 = 139,264
+	// with R = 4 rows × 2 heads; sampling 20·1000 + 256 = 20,256).
+	needs := map[string]int64{"op_scratch.gdn_chunked": 198656, "op_scratch.conv_halo": 3072,
+		"op_scratch.attention_split": 139264, "op_scratch.sample": 20256}
+	if p.OpScratch != (Term{Name: layout.OpScratchTerm, Offset: want["gdn"], Bytes: 198656}) || p.Workspace != want["gdn"]+198656 ||
+		len(p.OpScratchNeeds) != len(needs) {
+		t.Errorf("workspace %d, op scratch %+v (%d needs), want the gdn phase %d + 198656", p.Workspace, p.OpScratch, len(p.OpScratchNeeds), want["gdn"])
+	}
+	for _, n := range p.OpScratchNeeds {
+		if needs[n.Name] != n.Bytes {
+			t.Errorf("op scratch need %s = %d, want %d", n.Name, n.Bytes, needs[n.Name])
+		}
+	}
+	// The CPU has no op-scratch term (its kernel scratch is outside the arenas).
+	pc, err := New(tiny(), nil, Options{MaxContext: 1024, KVCapacity: 1024, PrefillChunk: 128, Backend: BackendCPU, AvailableAfterWeightsBytes: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pc.Workspace != want["gdn"] || pc.OpScratch.Bytes != 0 || len(pc.OpScratchNeeds) != 0 || pc.Sequence.Bytes("ctl.sampler") != 0 {
+		t.Errorf("cpu: workspace %d op scratch %+v ctl.sampler %d, want the gdn phase %d and none", pc.Workspace, pc.OpScratch,
+			pc.Sequence.Bytes("ctl.sampler"), want["gdn"])
+	}
+	// cuda samples on the device: ctl.sampler holds counts int32[1000],
+	// seen uint8[1000], the int64 RNG position and the int32 id (padded).
+	if got := p.Sequence.Bytes("ctl.sampler"); got != 4000+1000+8+8 {
+		t.Errorf("ctl.sampler %d, want 5016", got)
 	}
 	if tm, ok := p.Phases[1].Term("gdn.conv_out"); !ok || tm.Bytes != 128*128*4 || tm.Offset != 2*32768+65536 {
 		t.Errorf("gdn.conv_out = %+v %v", tm, ok)
@@ -277,8 +310,10 @@ func TestWorkspaceTiny(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if q.Workspace != want["gdn"]/2 || q.Sequence.Bytes("ctl.ids") != 4*64 {
-		t.Errorf("64-token context: workspace %d ctl.ids %d, want %d %d", q.Workspace, q.Sequence.Bytes("ctl.ids"), want["gdn"]/2, 4*64)
+	// Op scratch of 64-token steps: the attention splits (139,264; one GDN
+	// chunk 99,328, no conv halo at 64 tokens).
+	if q.Workspace != want["gdn"]/2+139264 || q.Sequence.Bytes("ctl.ids") != 4*64 {
+		t.Errorf("64-token context: workspace %d ctl.ids %d, want %d %d", q.Workspace, q.Sequence.Bytes("ctl.ids"), want["gdn"]/2+139264, 4*64)
 	}
 }
 
@@ -566,9 +601,20 @@ func TestRandomPlans(t *testing.T) {
 		if o.Spec == SpecMTP {
 			wantMTP = 4
 		}
+		var need int64
+		for _, n := range p.OpScratchNeeds {
+			need = max(need, n.Bytes)
+		}
+		wantWS := largest
+		if o.Backend == BackendCUDA || o.Backend == "" {
+			wantWS += layout.AlignUp(need)
+			if p.OpScratch.Offset != largest || p.OpScratch.Bytes != need || need <= 0 {
+				t.Errorf("seed %d case %d: op scratch %+v, want %d bytes at %d", seed, i, p.OpScratch, need, largest)
+			}
+		}
 		if (o.Spec == SpecMTP) != (p.MTP.Sequence.Capacity > 0) || mtpPhases != wantMTP ||
-			p.Workspace != largest || p.MTP.Sequence.Bytes("kv.mtp") != p.KV.MTPBytes {
-			t.Errorf("seed %d case %d: spec %s: workspace %d = largest phase %d (%d mtp phases)? mtp.sequence %d, kv.mtp %d of %d",
+			p.Workspace != wantWS || p.MTP.Sequence.Bytes("kv.mtp") != p.KV.MTPBytes {
+			t.Errorf("seed %d case %d: spec %s: workspace %d = largest phase %d + op scratch (%d mtp phases)? mtp.sequence %d, kv.mtp %d of %d",
 				seed, i, o.Spec, p.Workspace, largest, mtpPhases, p.MTP.Sequence.Capacity, p.MTP.Sequence.Bytes("kv.mtp"), p.KV.MTPBytes)
 		}
 	}

@@ -90,7 +90,7 @@ func TestFromRecipeAndTable(t *testing.T) {
 	}
 	out := b.String()
 	for _, want := range []string{"| section", "kv.text (16 layers × 1024 pages)", "gdn.ssm_state (48 layers × 4 slots)",
-		"int8-group64, 528 B per token·kv_head", "phase gdn", "kv.mtp (1 layers × 1024 pages)", "mtp.hidden", "phase mtp.mlp", "capacity (largest target or mtp phase)", group(p.Memory.PlannedSlackBytes), "device total"} {
+		"int8-group64, 528 B per token·kv_head", "phase gdn", "kv.mtp (1 layers × 1024 pages)", "mtp.hidden", "phase mtp.mlp", "op scratch need: gdn_chunked", "capacity (largest target or mtp phase + op scratch)", "ctl.sampler", group(p.Memory.PlannedSlackBytes), "device total"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}

@@ -90,6 +90,13 @@ func (p *Plan) WriteTable(w io.Writer) error {
 	if o.Spec == SpecMTP {
 		capItem = "capacity (largest target or mtp phase)"
 	}
+	if p.OpScratch.Bytes > 0 && o.WorkspaceBytesOverride <= 0 {
+		for _, n := range p.OpScratchNeeds {
+			bytesRow("workspace", "op scratch need: "+strings.TrimPrefix(n.Name, "op_scratch."), n.Bytes)
+		}
+		bytesRow("workspace", "op_scratch (largest need, after the phases)", p.OpScratch.Bytes)
+		capItem = strings.TrimSuffix(capItem, ")") + " + op scratch)"
+	}
 	bytesRow("workspace", capItem, p.Workspace)
 	if p.ScratchBytes > 0 {
 		bytesRow("backend", "kernel scratch (outside the arenas, not reserved)", p.ScratchBytes)

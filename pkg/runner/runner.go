@@ -216,7 +216,7 @@ func Open(o Options) (r *Runner, err error) {
 	} else {
 		r.seq, err = r.eng.NewSequence()
 		if err == nil && r.beName == loader.BackendCUDA {
-			r.dsm, err = r.eng.NewDeviceSampler(o.Sampling)
+			r.dsm, err = r.seq.NewDeviceSampler(o.Sampling)
 		}
 	}
 	if err != nil {
@@ -324,11 +324,7 @@ func (r *Runner) Close() error {
 	case r.seq != nil:
 		r.seq.Close()
 	}
-	r.mseq, r.seq = nil, nil
-	if r.dsm != nil {
-		r.dsm.Close()
-		r.dsm = nil
-	}
+	r.mseq, r.seq, r.dsm = nil, nil, nil // the device sampler's state lived in the sequence
 	if r.mtp != nil {
 		r.mtp.Close()
 		r.mtp = nil
