@@ -96,7 +96,7 @@ Examples:
    ninfer-bench --weights m.ninfer --corpus c.ids --backend cpu --threads 2 --output table`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "weights", Aliases: []string{"m"}, Usage: "the .ninfer model `PATH` (required)"},
-			&cli.StringFlag{Name: "corpus", Value: bench.DefaultCorpus, Usage: "token-id corpus `PATH` (whitespace-separated ids; retried under $NINFER_SOURCE_DIR)"},
+			&cli.StringFlag{Name: "corpus", Value: bench.DefaultCorpus, Usage: "token-id corpus `PATH` (whitespace-separated ids; retried under $NINFER_SOURCE_DIR); without it and without that file, a seeded pseudo-random corpus over the model's vocabulary (noted on stderr, config.corpus_path random:...)"},
 			&cli.GenericFlag{Name: "n-prompt", Value: prompts, Usage: "pp tests (-p): comma list of prompt lengths `P,...` (repeatable)"},
 			&cli.GenericFlag{Name: "p", Value: prompts, Hidden: true},
 			&cli.GenericFlag{Name: "n-gen", Value: gens, Usage: "tg tests (-n): comma list of generation lengths `G,...` (repeatable)"},

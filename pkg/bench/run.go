@@ -80,6 +80,18 @@ func ResolveCorpusPath(path string) string {
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
+// RandomCorpusTokens is the size of the pseudo-random fallback corpus for
+// tests: 4096 ids, or the longest prompt when that is longer.
+func RandomCorpusTokens(tests []Test) int {
+	n := 4096
+	for _, t := range tests {
+		if t.HasPrefill() {
+			n = max(n, t.NPrompt)
+		}
+	}
+	return n
+}
+
 // session is a loaded model ready to run reps: the artifact, the backend,
 // the engine (and MTP head), one sequence, and the run line describing them.
 type session struct {
@@ -116,13 +128,18 @@ func open(p Params, env Env, tests []Test) (s *session, err error) {
 	s.closers = append(s.closers, func() { w.Close() })
 	s.cfg = w.Config()
 
+	var ids []int32
 	corpusPath := ResolveCorpusPath(p.Corpus)
-	ids, err := corpus.ReadFile(corpusPath, s.cfg.VocabSize)
-	if err != nil {
-		if p.Corpus == DefaultCorpus && !fileExists(corpusPath) {
-			// The reference's default path exists only inside its source tree.
-			return s, fmt.Errorf("%w (the default --corpus: give --corpus PATH, or set NINFER_SOURCE_DIR to the directory holding %s)", err, DefaultCorpus)
-		}
+	if p.Corpus == DefaultCorpus && !fileExists(corpusPath) {
+		// The reference's default path exists only inside its source tree:
+		// without --corpus, a seeded pseudo-random corpus over the vocabulary
+		// (as llama-bench does), named in config.corpus_path.
+		n := RandomCorpusTokens(tests)
+		ids = corpus.Random(s.cfg.VocabSize, n, corpus.RandomSeed)
+		p.Corpus = corpus.RandomName(s.cfg.VocabSize, n, corpus.RandomSeed)
+		s.notes = append(s.notes, fmt.Sprintf("no --corpus (and no %s): prompts are %d seeded pseudo-random token ids over the %d-token vocabulary (config.corpus_path %q); speed is real, MTP acceptance on random text is not meaningful — give --corpus PATH for real text",
+			DefaultCorpus, n, s.cfg.VocabSize, p.Corpus))
+	} else if ids, err = corpus.ReadFile(corpusPath, s.cfg.VocabSize); err != nil {
 		return s, err
 	}
 	if err := CheckCorpus(tests, len(ids)); err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ninfer/ninfer/pkg/corpus"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -393,7 +394,6 @@ func TestRunErrors(t *testing.T) {
 		{"missing corpus", func(p *Params) { p.Corpus = filepath.Join(dir, "nope.ids") }, "failed to open corpus ids file: " + filepath.Join(dir, "nope.ids")},
 		{"empty corpus", func(p *Params) { p.Corpus = empty }, "corpus ids file is empty: " + empty},
 		{"id outside vocab", func(p *Params) { p.Corpus = outside }, "outside.ids: line 1: token 3: id 512 is outside the vocabulary [0,512)"},
-		{"default corpus missing", func(p *Params) { p.Corpus = DefaultCorpus }, "(the default --corpus: give --corpus PATH, or set NINFER_SOURCE_DIR"},
 		{"max-ctx over the model", func(p *Params) { p.MaxCtx = 100_000_000 }, "--max-ctx 100000000 exceeds the model's max_position_embeddings 4096"},
 		{"missing weights", func(p *Params) { p.Weights = filepath.Join(dir, "none.ninfer") }, "--weights " + filepath.Join(dir, "none.ninfer")},
 	}
@@ -416,6 +416,36 @@ func TestRunErrors(t *testing.T) {
 		if len(col.Lines) != 0 {
 			t.Errorf("%s: %d lines written before the error", c.name, len(col.Lines))
 		}
+	}
+}
+
+// TestRunRandomCorpus: without --corpus (the reference's default path,
+// absent here) the run uses the seeded pseudo-random corpus over the
+// model's vocabulary, says so in a note and records it as
+// config.corpus_path; the prompts are corpus.Random's ids.
+func TestRunRandomCorpus(t *testing.T) {
+	model := tinyModel(t)
+	t.Setenv("NINFER_SOURCE_DIR", "")
+	p := testParams(model, DefaultCorpus)
+	p.Prompts, p.Gens, p.Pairs, p.Repetitions, p.Warmup = []int{8}, []int{4}, nil, 1, 0
+	var col Collect
+	res, err := Run(context.Background(), p, testEnv(), &col)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := corpus.RandomName(512, 4096, corpus.RandomSeed)
+	if len(res.Notes) != 1 || !strings.Contains(res.Notes[0], "pseudo-random") || !strings.Contains(res.Notes[0], want) {
+		t.Errorf("notes %q, want one naming the pseudo-random corpus %s", res.Notes, want)
+	}
+	var run *benchfmt.RunLine
+	if len(col.Lines) > 0 {
+		run = col.Lines[0].Run
+	}
+	if run == nil || run.Config.CorpusPath != want || run.Config.CorpusTokens != 4096 {
+		t.Fatalf("run line %+v, want corpus_path %s of 4096 tokens", run, want)
+	}
+	if got := RandomCorpusTokens(ExpandTests([]int{8000}, nil, nil)); got != 8000 {
+		t.Errorf("a pp8000 test gets a %d-token random corpus, want 8000", got)
 	}
 }
 

@@ -1,11 +1,13 @@
 // Package corpus reads token-id corpora: text files of whitespace-separated
-// non-negative decimal int32 ids (the .ids format of ninfer-bench).
+// non-negative decimal int32 ids (the .ids format of ninfer-bench), and
+// makes the seeded pseudo-random corpus ninfer-bench uses without one.
 package corpus
 
 import (
 	"bufio"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
@@ -52,4 +54,30 @@ func ReadFile(path string, vocab int) ([]int32, error) {
 		return nil, fmt.Errorf("corpus ids file is empty: %s", path)
 	}
 	return ids, nil
+}
+
+// RandomSeed is the seed of ninfer-bench's pseudo-random fallback corpus.
+const RandomSeed = 20261201
+
+// Random returns n token ids uniform in [0, vocab) from a PCG seeded with
+// seed: the same ids on every machine and every run, like llama-bench's
+// random prompt tokens. A benchmark over them measures speed, not
+// acceptance or quality (speculative acceptance on random text is
+// meaningless).
+func Random(vocab, n int, seed uint64) []int32 {
+	if vocab < 1 || n < 1 {
+		return nil
+	}
+	r := rand.New(rand.NewPCG(seed, seed^0x6e696e666572)) // "ninfer"
+	ids := make([]int32, n)
+	for i := range ids {
+		ids[i] = int32(r.IntN(vocab))
+	}
+	return ids
+}
+
+// RandomName is how a Random corpus is recorded (config.corpus_path):
+// "random:seed=S,tokens=N,vocab=V".
+func RandomName(vocab, n int, seed uint64) string {
+	return fmt.Sprintf("random:seed=%d,tokens=%d,vocab=%d", seed, n, vocab)
 }

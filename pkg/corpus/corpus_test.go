@@ -3,6 +3,7 @@ package corpus
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -51,5 +52,31 @@ func TestReadFile(t *testing.T) {
 	}
 	if _, err := ReadFile(filepath.Join(dir, "missing.ids"), 0); err == nil || !strings.Contains(err.Error(), "failed to open corpus ids file") {
 		t.Errorf("missing file: err = %v", err)
+	}
+}
+
+func TestRandom(t *testing.T) {
+	a, b := Random(1000, 5000, RandomSeed), Random(1000, 5000, RandomSeed)
+	if len(a) != 5000 || !slices.Equal(a, b) {
+		t.Fatalf("Random is not deterministic (%d ids)", len(a))
+	}
+	seen := map[int32]bool{}
+	for _, id := range a {
+		if id < 0 || id >= 1000 {
+			t.Fatalf("id %d outside [0,1000)", id)
+		}
+		seen[id] = true
+	}
+	if len(seen) < 990 { // 5000 uniform draws over 1000 ids leave ≈ 7 unseen
+		t.Errorf("%d distinct ids in 5000 draws over 1000: not uniform", len(seen))
+	}
+	if c := Random(1000, 5000, RandomSeed+1); slices.Equal(a, c) {
+		t.Error("another seed gives the same ids")
+	}
+	if Random(0, 10, 1) != nil || Random(10, 0, 1) != nil {
+		t.Error("an empty vocabulary or length gives ids")
+	}
+	if got := RandomName(4096, 8192, 7); got != "random:seed=7,tokens=8192,vocab=4096" {
+		t.Errorf("RandomName = %q", got)
 	}
 }
