@@ -18,6 +18,7 @@ import (
 
 	"github.com/ninfer/ninfer/pkg/cliutil"
 	"github.com/ninfer/ninfer/pkg/runner"
+	"github.com/ninfer/ninfer/pkg/termsafe"
 	"github.com/ninfer/ninfer/pkg/sample"
 	"github.com/ninfer/ninfer/pkg/spec"
 )
@@ -75,7 +76,11 @@ line, and the generated ids are written the same way, one line per prompt.
 An id outside the vocabulary is an error naming its line and position.
 
 Output: the generated text is streamed to stdout (whole UTF-8 characters,
-flushed per token), one newline after each prompt; --json prints instead one
+flushed per token), one newline after each prompt; on a terminal, control
+characters other than newline and tab (ESC sequences, CR, BEL, C1) are shown
+as visible escapes (\x1b, \r, \u009b) so model output cannot drive the
+terminal (--raw writes them as they are; files and pipes always get the raw
+bytes); --json prints instead one
 JSON line per prompt: prompt, prompt_ids, text, ids, finish_reason
 (eos|length|interrupted) and timings (prefill_s, decode_s, prompt_tokens,
 generated_tokens, prefill_tok_s, decode_tok_s; decode tok/s counts the
@@ -132,6 +137,7 @@ Examples:
 			&cli.IntFlag{Name: "threads", Usage: "CPU backend `THREADS` (0 = all cores)"},
 			&cli.BoolFlag{Name: "no-cuda-graph", Usage: "decode eagerly (no CUDA graphs; the same tokens, slower; the CPU backend never uses them)"},
 			&cli.BoolFlag{Name: "json", Usage: "one JSON line per prompt instead of streamed text"},
+			&cli.BoolFlag{Name: "raw", Usage: "on a terminal, write control characters of the generated text as they are (default: shown as visible escapes)"},
 			&cli.StringFlag{Name: "spec", Value: "none", Usage: "speculative decoding `BACKEND`: none or mtp"},
 			&cli.IntFlag{Name: "draft-tokens", DefaultText: "2", Usage: "with --spec mtp: draft `K` tokens per round (1-5)"},
 			&cli.BoolFlag{Name: "lm-head-draft", Usage: "with --spec mtp: draft with the reduced-vocabulary proposal head (convert with --draft-head)"},
@@ -351,7 +357,14 @@ func action(ctx context.Context, c *cli.Context, stdin io.Reader, stdout, stderr
 
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()
-	var sink runner.Sink = runner.TextSink{W: w}
+	var text io.Writer = w
+	if f, ok := stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) && !c.Bool("raw") {
+		// A terminal gets the model's control characters as visible escapes.
+		tw := &termsafe.Writer{W: w}
+		defer tw.Flush()
+		text = tw
+	}
+	var sink runner.Sink = runner.TextSink{W: text}
 	switch {
 	case c.Bool("json"):
 		sink = runner.JSONSink{W: w}
