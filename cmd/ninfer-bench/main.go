@@ -5,16 +5,15 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
 
 	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
 
 	"github.com/ninfer/ninfer/pkg/bench"
 	"github.com/ninfer/ninfer/pkg/cliutil"
@@ -22,21 +21,23 @@ import (
 
 const name = "ninfer-bench"
 
-// Exit statuses.
+// Exit statuses; a stopping signal exits 128 + its number (130 SIGINT,
+// 143 SIGTERM, 129 SIGHUP).
 const (
-	exitOK          = 0
-	exitRuntime     = 1
-	exitUsage       = 2
-	exitInterrupted = 130
+	exitOK      = 0
+	exitRuntime = 1
+	exitUsage   = 2
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	go func() {
-		<-ctx.Done()
-		stop() // a second Ctrl-C kills the process at once
-	}()
-	os.Exit(run(ctx, os.Args, os.Stdout, os.Stderr, bench.Env{Progress: os.Stderr}))
+func main() { os.Exit(mainStatus(bench.Env{Progress: os.Stderr})) }
+
+// mainStatus runs the command on the process's arguments and streams under
+// the stopping-signal handler (cliutil.NotifyStop), which stays installed
+// until the process exits: a repeated signal must never find the default
+// action, which would lose what was measured.
+func mainStatus(env bench.Env) int {
+	ctx, _ := cliutil.NotifyStop(context.Background())
+	return run(ctx, os.Args, os.Stdout, os.Stderr, env)
 }
 
 // listValue collects every occurrence of a repeatable flag verbatim (no
@@ -85,9 +86,14 @@ Output (stdout unless --output-file): jsonl (default) streams the JSON lines
 of docs/BENCH-LINES.md, one flushed line per rep (feed them to ninfer-report);
 json is the schema-15 document; table a markdown table; csv one row per test.
 Progress goes to stderr when it is a terminal. Ctrl-C stops after the rep in
-progress, writes what was measured and exits 130; a second Ctrl-C kills.
+progress, writes what was measured and exits 130; so do SIGTERM (143) and
+SIGHUP (129). A repeated signal (more than 50 ms after the first) stops at
+once: the rep in progress is lost, the finished ones are written (the
+--output-file holds them, as valid JSON lines or the document of what was
+measured) and the status is the first signal's.
 
-Exit status: 0 ok, 2 usage error, 1 runtime error, 130 interrupted.
+Exit status: 0 ok, 2 usage error, 1 runtime error, 128+N stopped by signal N
+(130 SIGINT, 143 SIGTERM, 129 SIGHUP).
 
 Examples:
    ninfer-bench --weights build/tiny.ninfer --corpus corpus.ids -p 128 -n 32 -r 3
@@ -136,8 +142,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env bench
 	case err == nil:
 		return exitOK
 	case errors.Is(err, bench.ErrInterrupted):
-		fmt.Fprintf(stderr, "%s: interrupted; the output holds the reps measured so far\n", name)
-		return exitInterrupted
+		cause := cliutil.StopCause(ctx)
+		fmt.Fprintf(stderr, "%s: %v; the output holds the reps measured so far\n", name, cause)
+		return cliutil.InterruptedStatus(cause)
 	}
 	msg := cliutil.UnknownFlagAsGiven(err.Error(), "unknown argument: ", args)
 	fmt.Fprintf(stderr, "%s: %s\n", name, strings.ReplaceAll(msg, "\n", " "))
@@ -252,51 +259,28 @@ func action(ctx context.Context, c *cli.Context, stdout, stderr io.Writer, env b
 	if err != nil {
 		return err
 	}
-	// Destinations: JSON lines stream straight to stdout (flushed per line);
-	// everything else, and any --output-file, is written when the run ends
-	// (also when it was interrupted).
-	var buf bytes.Buffer
-	var sink bench.Sink
-	collect := &bench.Collect{}
-	switch {
-	case p.Output == bench.OutputJSONL && p.OutputFile == "":
-		sink = bench.NewLineSink(stdout)
-	case p.Output == bench.OutputJSONL:
-		sink = bench.NewLineSink(&buf)
-	default:
-		sink = collect
-	}
-	res, runErr := bench.Run(ctx, p, env, sink)
+	out := newOutput(p, stdout, stderr)
+	// A repeated stopping signal writes what is finished at once, from the
+	// signal handler, while the rep in progress (maybe a long one) runs on.
+	defer cliutil.OnHardStop(ctx, func() { out.hardStop(cliutil.StopCause(ctx), statusWriter(stderr)) })()
+	res, runErr := bench.Run(ctx, p, env, out)
 	for _, n := range res.Notes {
 		fmt.Fprintf(stderr, "%s: note: %s\n", name, n)
 	}
 	if runErr != nil && !errors.Is(runErr, bench.ErrInterrupted) {
 		return runErr
 	}
-	if p.Output != bench.OutputJSONL {
-		if len(collect.Lines) == 0 {
-			return runErr
-		}
-		out, warnings, err := collect.Render(p.Output)
-		if err != nil {
-			return fmt.Errorf("--output %s: %w", p.Output, err)
-		}
-		for _, w := range warnings {
-			fmt.Fprintf(stderr, "%s: warning: %s\n", name, w)
-		}
-		buf.Write(out)
-		if p.OutputFile == "" {
-			if _, err := stdout.Write(buf.Bytes()); err != nil {
-				return fmt.Errorf("write output: %w", err)
-			}
-			return runErr
-		}
-	}
-	if p.OutputFile != "" && buf.Len() > 0 {
-		if err := cliutil.WriteFileAtomic(p.OutputFile, buf.Bytes()); err != nil {
-			return fmt.Errorf("--output-file %s: %w", p.OutputFile, err)
-		}
-		fmt.Fprintf(stderr, "%s: wrote %s\n", name, p.OutputFile)
+	if _, err := out.finish(); err != nil {
+		return err
 	}
 	return runErr
+}
+
+// statusWriter is stderr, first clearing the progress line when stderr is
+// a terminal.
+func statusWriter(stderr io.Writer) io.Writer {
+	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		fmt.Fprint(f, "\r\x1b[K")
+	}
+	return stderr
 }

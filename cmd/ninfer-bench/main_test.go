@@ -17,7 +17,14 @@ import (
 	"github.com/ninfer/ninfer/pkg/report"
 )
 
-func TestMain(m *testing.M) { testfixture.Main(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "1" {
+		// Started by startChild: be ninfer-bench, with the progress line
+		// forced onto stderr so that the test sees which rep runs.
+		os.Exit(mainStatus(bench.Env{Progress: os.Stderr, ForceProgress: true}))
+	}
+	testfixture.Main(m)
+}
 
 // fixture returns the tiny q8 model and a corpus of 64 random ids (seeded
 // per call; the seed is in the file name).

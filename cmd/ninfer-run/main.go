@@ -9,36 +9,39 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
 	"github.com/ninfer/ninfer/pkg/cliutil"
 	"github.com/ninfer/ninfer/pkg/runner"
-	"github.com/ninfer/ninfer/pkg/termsafe"
 	"github.com/ninfer/ninfer/pkg/sample"
 	"github.com/ninfer/ninfer/pkg/spec"
+	"github.com/ninfer/ninfer/pkg/termsafe"
 )
 
 const name = "ninfer-run"
 
-// exitInterrupted is the status after Ctrl-C (128 + SIGINT).
+// exitInterrupted is the status after Ctrl-C (128 + SIGINT); SIGTERM
+// exits 143 and SIGHUP 129 (cliutil.Stopped).
 const exitInterrupted = 130
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	go func() {
-		<-ctx.Done()
-		stop() // a second Ctrl-C kills the process
-	}()
-	os.Exit(run(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr))
+func main() { os.Exit(mainStatus()) }
+
+// mainStatus runs the command under the stopping-signal handler
+// (cliutil.NotifyStop), installed for the life of the process: a repeated
+// signal never finds the default action, which would cut a line short.
+func mainStatus() int {
+	ctx, _ := cliutil.NotifyStop(context.Background())
+	return run(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr)
 }
 
 // run runs the command and returns its exit status: 0, 1 for runtime
-// errors, 2 for usage errors, 130 when interrupted.
+// errors, 2 for usage errors, 128 + the signal when stopped by one (130
+// SIGINT, 143 SIGTERM, 129 SIGHUP).
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	interrupted := false
 	app := cliutil.Prepare(newApp(), stdout, stderr)
@@ -49,8 +52,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	code := cliutil.Run(app, args, stderr)
 	if code == 0 && interrupted {
-		fmt.Fprintf(stderr, "%s: interrupted\n", name)
-		return exitInterrupted
+		cause := cliutil.StopCause(ctx)
+		fmt.Fprintf(stderr, "%s: %v\n", name, cause)
+		return cliutil.InterruptedStatus(cause)
 	}
 	return code
 }
@@ -92,7 +96,10 @@ model config's) unless --ignore-eos, or after --max-new tokens. The EOS id is
 listed in the ids but not rendered as text. Context limit: a prompt whose
 tokens plus --max-new exceed --max-ctx is an error naming both (nothing is
 clamped). Ctrl-C stops cleanly: the partial output line is terminated, the
-finish reason is "interrupted", and the exit status is 130.
+finish reason is "interrupted", and the exit status is 130; SIGTERM (143)
+and SIGHUP (129) do the same. A repeated signal (more than 50 ms after the
+first) stops at once: the lines written so far stay complete (the prompt in
+progress gets no --json line; a text or ids line is terminated).
 
 --spec mtp: speculative decoding with the model's MTP head, --draft-tokens K
 drafts per round verified in one target pass; the output is the same as
@@ -100,7 +107,8 @@ without it (greedy: identical ids; sampling: the same distribution), and the
 JSON line gains a "speculative" object (rounds, drafted/accepted tokens,
 acceptance rate and length).
 
-Exit status: 0 ok, 1 runtime error, 2 usage error, 130 interrupted.
+Exit status: 0 ok, 1 runtime error, 2 usage error, 128+N stopped by signal
+N (130 SIGINT, 143 SIGTERM, 129 SIGHUP).
 
 Examples:
   ninfer-run --weights qwen.ninfer --prompt "The capital of France is"
@@ -349,28 +357,35 @@ func action(ctx context.Context, c *cli.Context, stdin io.Reader, stdout, stderr
 	if err != nil {
 		return false, err
 	}
+	w := bufio.NewWriter(stdout)
+	var text io.Writer = w
+	flushAll := w.Flush
+	if f, ok := stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) && !c.Bool("raw") {
+		// A terminal gets the model's control characters as visible escapes.
+		tw := &termsafe.Writer{W: w}
+		text = tw
+		flushAll = func() error { tw.Flush(); return w.Flush() }
+	}
+	var inner runner.Sink = runner.TextSink{W: text}
+	switch {
+	case c.Bool("json"):
+		inner = runner.JSONSink{W: w}
+	case c.Bool("ids"):
+		inner = &runner.IDSink{W: w}
+	}
+	sink := &guardedSink{sink: inner, w: text, lines: !c.Bool("json"), flush: flushAll}
+	defer sink.close()
+	// A repeated stopping signal ends the process from the signal handler
+	// (maybe during a long load or prefill chunk): the output then ends
+	// with complete lines.
+	defer cliutil.OnHardStop(ctx, func() { sink.hardStop(cliutil.StopCause(ctx), stderr) })()
+
 	r, err := runner.Open(o)
 	if err != nil {
 		return false, err
 	}
 	defer r.Close()
 
-	w := bufio.NewWriter(stdout)
-	defer w.Flush()
-	var text io.Writer = w
-	if f, ok := stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) && !c.Bool("raw") {
-		// A terminal gets the model's control characters as visible escapes.
-		tw := &termsafe.Writer{W: w}
-		defer tw.Flush()
-		text = tw
-	}
-	var sink runner.Sink = runner.TextSink{W: text}
-	switch {
-	case c.Bool("json"):
-		sink = runner.JSONSink{W: w}
-	case c.Bool("ids"):
-		sink = &runner.IDSink{W: w}
-	}
 	for ; ; in, err = nextPrompt(ctx, src) {
 		if errors.Is(err, errStopped) {
 			return true, nil
@@ -401,4 +416,62 @@ func action(ctx context.Context, c *cli.Context, stdin io.Reader, stdout, stderr
 			return true, nil
 		}
 	}
+}
+
+// guardedSink serializes the sink's writes with the hard stop of a
+// repeated signal, so that the process never exits in the middle of a
+// line: a --json line is written whole or not at all, and a text or ids
+// line in progress is terminated.
+type guardedSink struct {
+	mu     sync.Mutex
+	sink   runner.Sink
+	w      io.Writer    // where a text or ids line is terminated
+	lines  bool         // text or ids: Token writes part of a line
+	flush  func() error // flushes every writer
+	open   bool         // a text or ids line is started and not ended
+	closed bool
+}
+
+func (g *guardedSink) Token(id int32, text string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return errStopped
+	}
+	g.open = g.lines
+	return g.sink.Token(id, text)
+}
+
+func (g *guardedSink) End(tail string, res *runner.Result) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return errStopped
+	}
+	g.open = false
+	return g.sink.End(tail, res)
+}
+
+// close flushes the writers; nothing is written after it.
+func (g *guardedSink) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.closed {
+		g.closed = true
+		g.flush()
+	}
+}
+
+// hardStop is the repeated signal's hook: it ends the line in progress,
+// flushes, and keeps the lock until the process exits.
+func (g *guardedSink) hardStop(why error, stderr io.Writer) {
+	g.mu.Lock() // held: the process exits after this hook
+	if !g.closed {
+		g.closed = true
+		if g.open {
+			io.WriteString(g.w, "\n")
+		}
+		g.flush()
+	}
+	fmt.Fprintf(stderr, "%s: %v, then again: stopped at once, within the prompt in progress\n", name, why)
 }

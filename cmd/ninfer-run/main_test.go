@@ -17,7 +17,12 @@ import (
 	"github.com/ninfer/ninfer/pkg/runner"
 )
 
-func TestMain(m *testing.M) { testfixture.Main(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "1" {
+		os.Exit(mainStatus()) // started by startChild: be ninfer-run
+	}
+	testfixture.Main(m)
+}
 
 func model(t *testing.T) string {
 	t.Helper()

@@ -1,6 +1,7 @@
 // Package cliutil holds the conventions every ninfer command shares: one
 // error line "tool: message" on stderr, exit status 2 for usage errors and 1
-// for runtime errors, and atomic output files.
+// for runtime errors, 128 + the signal number when stopped by a signal
+// (signal.go), and atomic output files.
 package cliutil
 
 import (
@@ -23,10 +24,12 @@ type UsageError struct{ Err error }
 func (e UsageError) Error() string { return e.Err.Error() }
 func (e UsageError) Unwrap() error { return e.Err }
 
-// ErrInterrupted marks a run stopped by SIGINT (exit status 130).
+// ErrInterrupted marks a run stopped by a signal or a cancelled context;
+// Stopped (signal.go) matches it and says which signal.
 var ErrInterrupted = errors.New("interrupted")
 
-// ExitInterrupted is the exit status of a run stopped by SIGINT (128+2).
+// ExitInterrupted is the exit status of a run stopped by SIGINT (128+2),
+// and of one cancelled without a signal.
 const ExitInterrupted = 130
 
 // Usagef returns a formatted usage error.
@@ -52,7 +55,7 @@ func Run(app *cli.App, args []string, stderr io.Writer) int {
 	msg := UnknownFlagAsGiven(err.Error(), "flag provided but not defined: ", args)
 	fmt.Fprintf(stderr, "%s: %s\n", app.Name, strings.ReplaceAll(msg, "\n", " "))
 	if errors.Is(err, ErrInterrupted) || errors.Is(err, context.Canceled) {
-		return ExitInterrupted
+		return InterruptedStatus(err)
 	}
 	var ue UsageError
 	if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "flag provided but not defined") ||
