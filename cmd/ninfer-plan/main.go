@@ -38,8 +38,14 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		UsageText: name + " (--weights M.ninfer | --config config.json [--recipe R]) (--device-memory SIZE | --gpu NAME | --available SIZE) [options]",
 		Description: `Plans the weights, sequence (KV cache, GDN state) and workspace arenas,
 the CUDA graph allowance and the KV capacity exactly as the engine will
-allocate them. Offline, the memory available after the weights is the device
-total minus the weights minus a fixed runtime overhead (512 MiB on cuda).
+allocate them. Offline, the memory available after the weights (A) is the
+device total minus the weights minus a fixed runtime overhead (512 MiB on
+cuda).
+
+With --kv-capacity auto the plan keeps a headroom out of A and fills the
+rest: by default the smaller of 1 GiB and A/4 (1 GiB from A = 4 GiB up, as
+the reference; a quarter of a smaller budget). --headroom SIZE sets it;
+--headroom 0 keeps none.
 
 Sizes take B, KB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB.
 Known GPUs: ` + strings.Join(gpu.Names(), ", ") + `.
@@ -51,7 +57,8 @@ Examples:
   ninfer-plan --weights model.ninfer --gpu rtx-4090 --max-ctx 32768 --kv-dtype int8
   ninfer-plan --weights model.ninfer --device-memory 24GiB --spec mtp --draft-tokens 2 --json
   ninfer-plan --config config.json --recipe groupwise-int --gpu h200 --kv-capacity auto
-  ninfer-plan --config config.json --backend cpu --available 8GiB --max-ctx 4096`,
+  ninfer-plan --config config.json --backend cpu --available 8GiB --max-ctx 4096
+  ninfer-plan --config config.json --backend cpu --available 512MiB --headroom 0`,
 		Writer:          stdout,
 		ErrWriter:       stderr,
 		HideHelpCommand: true,
@@ -71,7 +78,7 @@ Examples:
 			&cli.StringFlag{Name: "max-ctx", Usage: "max context in `TOKENS` (default: the explicit kv capacity, or the largest that fits)"},
 			&cli.StringFlag{Name: "kv-capacity", Value: "auto", Usage: "KV capacity in `TOKENS`, or auto"},
 			&cli.StringFlag{Name: "kv-dtype", Value: "bf16", Usage: "KV cache `DTYPE`: bf16, int8 or fp8"},
-			&cli.StringFlag{Name: "headroom", Usage: "auto-mode headroom `SIZE` (default 1GiB)"},
+			&cli.StringFlag{Name: "headroom", Usage: "auto-mode headroom `SIZE` kept out of A; 0 = none (default: the smaller of 1GiB and A/4)"},
 			&cli.StringFlag{Name: "prefill-chunk", Value: "1024", Usage: "prefill chunk in `TOKENS` (multiple of 128)"},
 			&cli.StringFlag{Name: "spec", Value: "none", Usage: "speculative `BACKEND`: none or mtp"},
 			&cli.StringFlag{Name: "draft-tokens", Usage: "MTP draft tokens `K` in [1,5]"},
@@ -165,6 +172,17 @@ func options(c *cli.Context) (plan.Options, error) {
 		}
 		return n, nil
 	}
+	// sizeOrNone parses a size where 0 means none: -1 in the options.
+	sizeOrNone := func(flag string) (int64, error) {
+		n, err := plan.ParseSizeOrZero(c.String(flag))
+		if err != nil {
+			return 0, cliutil.Usagef("--%s: %v", flag, err)
+		}
+		if n == 0 {
+			return -1, nil
+		}
+		return n, nil
+	}
 	if o.KVDtype, err = plan.ParseKVDtype(c.String("kv-dtype")); err != nil {
 		return o, cliutil.UsageError{Err: err}
 	}
@@ -191,7 +209,7 @@ func options(c *cli.Context) (plan.Options, error) {
 		}
 	}
 	if c.IsSet("headroom") {
-		if o.HeadroomBytes, err = size("headroom"); err != nil {
+		if o.HeadroomBytes, err = sizeOrNone("headroom"); err != nil {
 			return o, err
 		}
 	}
@@ -245,10 +263,7 @@ func options(c *cli.Context) (plan.Options, error) {
 		if o.AvailableAfterWeightsBytes > 0 {
 			return o, cliutil.Usagef("--runtime-overhead applies to --device-memory and --gpu only")
 		}
-		s := c.String("runtime-overhead")
-		if s == "0" {
-			o.RuntimeOverheadBytes = -1
-		} else if o.RuntimeOverheadBytes, err = size("runtime-overhead"); err != nil {
+		if o.RuntimeOverheadBytes, err = sizeOrNone("runtime-overhead"); err != nil {
 			return o, err
 		}
 	}

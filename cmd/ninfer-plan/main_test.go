@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -154,10 +155,66 @@ func TestRuntimeErrors(t *testing.T) {
 	}
 }
 
+// TestSmallBudgetHeadroom: a small CPU budget plans with the auto headroom
+// min(1 GiB, A/4) (it used to be refused with "only -536870912 bytes are
+// available"), --headroom 0 keeps none (it used to be an invalid size), and
+// no refusal prints a negative size.
+func TestSmallBudgetHeadroom(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir)
+	ok := []struct {
+		args     []string
+		headroom int64
+	}{
+		{[]string{"--available", "512MiB"}, 128 << 20},
+		{[]string{"--available", "512MiB", "--max-ctx", "2048"}, 128 << 20},
+		{[]string{"--available", "512MiB", "--headroom", "0"}, 0},
+		{[]string{"--available", "512MiB", "--headroom", "0GiB"}, 0},
+		{[]string{"--available", "512MiB", "--headroom", "100MiB"}, 100 << 20},
+		{[]string{"--available", "16GiB"}, 1 << 30},
+	}
+	for _, tc := range ok {
+		args := append([]string{"--config", cfg, "--backend", "cpu", "--json"}, tc.args...)
+		code, out, errs := runCmd(args...)
+		if code != 0 || errs != "" {
+			t.Errorf("%v: exit %d stderr %q", tc.args, code, errs)
+			continue
+		}
+		m := gjson.Parse(out)
+		if got := m.Get("kv_capacity_headroom_bytes").Int(); got != tc.headroom || m.Get("kv_capacity_mode").String() != "auto" ||
+			m.Get("planned_slack_bytes").Int() < tc.headroom {
+			t.Errorf("%v: headroom %d slack %d, want headroom %d", tc.args, got, m.Get("planned_slack_bytes").Int(), tc.headroom)
+		}
+	}
+	negative := regexp.MustCompile(`-[0-9]`)
+	refused := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--backend", "cpu", "--available", "512MiB", "--headroom", "2GiB"}, 1,
+			"ninfer-plan: requested Engine runtime reservation requires 177664 bytes, but no bytes are available for runtime capacity (the 2147483648-byte auto-capacity headroom is not less than the 536870912 bytes available after the weights; --headroom 536693248 or less would fit it)\n"},
+		{[]string{"--device-memory", "600MiB", "--headroom", "2GiB", "--max-ctx", "4096"}, 1, "or less would fit it"},
+		{[]string{"--backend", "cpu", "--available", "1MiB", "--max-ctx", "32768"}, 1, "even --headroom 0 leaves it"},
+		{[]string{"--device-memory", "100MiB"}, 1, "weights do not fit: 56 device objects need 391424 bytes and the runtime overhead 536870912 bytes, 537262336 bytes together, but the device has 104857600 bytes"},
+		{[]string{"--backend", "cpu", "--available", "512MiB", "--headroom", "-1"}, 2, `--headroom: invalid size "-1"`},
+		{[]string{"--backend", "cpu", "--available", "512MiB", "--headroom", "0.5B"}, 2, "must be a non-negative whole number of bytes"},
+		{[]string{"--backend", "cpu", "--available", "512MiB", "--kv-capacity", "2048", "--headroom", "0"}, 2, "--headroom applies to --kv-capacity auto only"},
+	}
+	for _, tc := range refused {
+		code, out, errs := runCmd(append([]string{"--config", cfg}, tc.args...)...)
+		if code != tc.code || out != "" || !strings.HasPrefix(errs, "ninfer-plan: ") || !strings.Contains(errs, tc.want) ||
+			strings.Count(errs, "\n") != 1 || negative.MatchString(strings.TrimPrefix(errs, "ninfer-plan: --headroom: invalid size \"-1\"")) {
+			t.Errorf("%v: exit %d stdout %q stderr %q; want exit %d, one line containing %q and no negative size", tc.args, code, out, errs, tc.code, tc.want)
+		}
+	}
+}
+
 func TestHelp(t *testing.T) {
 	code, out, errs := runCmd("--help")
 	if code != 0 || errs != "" || !strings.Contains(out, "Examples:") || !strings.Contains(out, "--kv-capacity") ||
-		!strings.Contains(out, "groupwise-int") || !strings.Contains(out, "rtx-4090") {
+		!strings.Contains(out, "groupwise-int") || !strings.Contains(out, "rtx-4090") ||
+		!strings.Contains(out, "the smaller of 1 GiB and A/4") || !strings.Contains(out, "--headroom 0 keeps none") {
 		t.Errorf("--help: exit %d stderr %q stdout %q", code, errs, out)
 	}
 }

@@ -11,7 +11,8 @@ import (
 const (
 	PageTokens           = layout.KVPage    // tokens per KV page (page group)
 	ArenaAlignment       = layout.Align     // alignment of every arena term
-	DefaultHeadroomBytes = int64(1) << 30   // auto KV capacity headroom
+	DefaultHeadroomBytes = int64(1) << 30   // auto KV capacity headroom from 4 GiB budgets up (the reference's)
+	HeadroomDivisor      = 4                // auto headroom = min(DefaultHeadroomBytes, A/HeadroomDivisor)
 	CUDARuntimeOverhead  = int64(512) << 20 // offline planning: CUDA context + runtime
 	MaxDraftTokens       = 5                // MTP k ∈ [1, 5]
 	graphSmallBytes      = int64(12) << 20  // graph allowance, short contexts / no spec
@@ -113,8 +114,9 @@ type Options struct {
 	// MaxConcurrency is C; only 1 is supported (0 = 1).
 	MaxConcurrency int
 	Device         int // device ordinal, reported as memory.device
-	// HeadroomBytes is the auto-mode headroom (0 = 1 GiB); explicit mode
-	// always uses 0.
+	// HeadroomBytes is the auto-mode headroom: 0 = the default rule,
+	// AutoHeadroom(A) (min(1 GiB, A/4)); negative = none (0 bytes);
+	// positive = that many bytes. Explicit mode always uses none.
 	HeadroomBytes int64
 	// GDNStateSlots overrides the number of GDN state slots (0 = 1 without
 	// speculation, k+1 with MTP k).
@@ -204,14 +206,8 @@ func (o Options) withDefaults() (Options, error) {
 	if o.MaxContext == 0 && o.KVCapacity > 0 {
 		o.MaxContext = o.KVCapacity
 	}
-	if o.KVCapacity > 0 && o.HeadroomBytes != 0 {
+	if o.KVCapacity > 0 && o.HeadroomBytes > 0 {
 		return o, fmt.Errorf("an explicit kv capacity takes no headroom (got %d bytes)", o.HeadroomBytes)
-	}
-	if o.KVCapacity == 0 && o.HeadroomBytes == 0 {
-		o.HeadroomBytes = DefaultHeadroomBytes
-	}
-	if o.HeadroomBytes < 0 {
-		return o, fmt.Errorf("headroom must be non-negative (got %d)", o.HeadroomBytes)
 	}
 	if o.LogitsRows < 0 || o.BackendScratchBytes < 0 {
 		return o, fmt.Errorf("logits rows and backend scratch must be non-negative")
@@ -250,6 +246,26 @@ func (o Options) KVCapacityMode() string {
 		return "explicit"
 	}
 	return "auto"
+}
+
+// AutoHeadroom is the default auto-mode headroom for A bytes available
+// after the weights: the reference's 1 GiB from A = 4 GiB up, a quarter of
+// A below, so a small budget keeps three quarters of itself.
+func AutoHeadroom(A int64) int64 {
+	return max(0, min(DefaultHeadroomBytes, A/HeadroomDivisor))
+}
+
+// headroom is the auto-mode headroom these options take out of A: 0 in
+// explicit mode or when none is asked for (negative HeadroomBytes),
+// AutoHeadroom(A) by default.
+func (o Options) headroom(A int64) int64 {
+	switch {
+	case o.KVCapacity > 0 || o.HeadroomBytes < 0:
+		return 0
+	case o.HeadroomBytes == 0:
+		return AutoHeadroom(A)
+	}
+	return o.HeadroomBytes
 }
 
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }

@@ -16,20 +16,37 @@ var (
 
 // ReservationError is the refusal of resolve_kv_capacity; its text is the
 // reference's, followed (in auto mode) by where the available figure comes
-// from, so a negative budget is not a puzzle.
+// from and which --headroom would fit. It never prints a negative size: a
+// headroom larger than A leaves no bytes, and the text says so.
 type ReservationError struct {
+	// Required is the runtime reservation asked for; Available is the
+	// budget for it, never negative: A in explicit mode, max(0, A −
+	// headroom) in auto mode.
 	Required, Available int64
-	// AfterWeights and Headroom are set in auto mode: Available =
-	// AfterWeights − Headroom.
+	// AfterWeights is A; Headroom is the auto-mode headroom (0 in
+	// explicit mode or with none): Available = max(0, A − Headroom).
 	AfterWeights, Headroom int64
 }
 
+func newReservationError(required, A, headroom int64) *ReservationError {
+	return &ReservationError{Required: required, Available: max(0, A-headroom), AfterWeights: A, Headroom: headroom}
+}
+
 func (e *ReservationError) Error() string {
-	msg := fmt.Sprintf("requested Engine runtime reservation requires %d bytes, but only %d bytes are available for runtime capacity", e.Required, e.Available)
-	if e.Headroom > 0 {
-		msg += fmt.Sprintf(" (%d bytes after the weights minus the %d-byte auto-capacity headroom; --headroom changes it)", e.AfterWeights, e.Headroom)
+	const prefix = "requested Engine runtime reservation requires %d bytes, "
+	if e.Headroom <= 0 {
+		return fmt.Sprintf(prefix+"but only %d bytes are available for runtime capacity", e.Required, e.Available)
 	}
-	return msg
+	fit := fmt.Sprintf("even --headroom 0 leaves it %d bytes short", e.Required-e.AfterWeights)
+	if e.Required <= e.AfterWeights {
+		fit = fmt.Sprintf("--headroom %d or less would fit it", e.AfterWeights-e.Required)
+	}
+	if e.Headroom >= e.AfterWeights {
+		return fmt.Sprintf(prefix+"but no bytes are available for runtime capacity (the %d-byte auto-capacity headroom is not less than the %d bytes available after the weights; %s)",
+			e.Required, e.Headroom, e.AfterWeights, fit)
+	}
+	return fmt.Sprintf(prefix+"but only %d bytes are available for runtime capacity (%d bytes after the weights minus the %d-byte auto-capacity headroom; %s)",
+		e.Required, e.Available, e.AfterWeights, e.Headroom, fit)
 }
 
 // Is makes errors.Is(err, ErrReservationTooLarge) true.
@@ -42,7 +59,7 @@ type Resolution struct {
 	MinimumReservationBytes    int64  // plan(min pages) device reservation
 	IncrementBytes             int64  // plan(min+1) − plan(min); 0 when min = max
 	ReservationBytes           int64  // min_res + (pages−min)·stride
-	HeadroomBytes              int64  // auto headroom (0 when explicit)
+	HeadroomBytes              int64  // auto headroom taken out of A (0 when explicit or none)
 	AvailableAfterWeightsBytes int64  // A
 	PlannedSlackBytes          int64  // A − reservation
 }
@@ -50,7 +67,7 @@ type Resolution struct {
 // Plan is a complete memory plan; see the package doc.
 type Plan struct {
 	Config  qwen35.Config
-	Options Options // with defaults filled and MaxContext resolved
+	Options Options // with defaults filled and MaxContext resolved (HeadroomBytes as given; the headroom taken is Resolution.HeadroomBytes)
 
 	KVCacheName string
 	KV          KVGeometry
@@ -151,8 +168,12 @@ func New(c qwen35.Config, objects []Object, opts Options) (*Plan, error) {
 		p.RuntimeOverhead = o.RuntimeOverheadBytes
 		A = o.DeviceTotalBytes - p.Weights.Capacity - o.RuntimeOverheadBytes
 		if A <= 0 {
-			return nil, fmt.Errorf("%w: %d device objects need %d bytes, but the device has %d bytes (%d after %d bytes of runtime overhead)",
-				ErrWeightsDoNotFit, len(dev), p.Weights.Capacity, o.DeviceTotalBytes, o.DeviceTotalBytes-o.RuntimeOverheadBytes, o.RuntimeOverheadBytes)
+			if o.RuntimeOverheadBytes == 0 {
+				return nil, fmt.Errorf("%w: %d device objects need %d bytes, but the device has %d bytes",
+					ErrWeightsDoNotFit, len(dev), p.Weights.Capacity, o.DeviceTotalBytes)
+			}
+			return nil, fmt.Errorf("%w: %d device objects need %d bytes and the runtime overhead %d bytes, %d bytes together, but the device has %d bytes",
+				ErrWeightsDoNotFit, len(dev), p.Weights.Capacity, o.RuntimeOverheadBytes, p.Weights.Capacity+o.RuntimeOverheadBytes, o.DeviceTotalBytes)
 		}
 	}
 
@@ -218,10 +239,10 @@ func resolve(c qwen35.Config, o Options, A int64) (Resolution, error) {
 				o.KVCapacity, r.Pages, r.MinPages, r.MaxPages, o.MaxContext)
 		}
 	} else {
-		r.HeadroomBytes = o.HeadroomBytes
-		budget = A - o.HeadroomBytes
+		r.HeadroomBytes = o.headroom(A)
+		budget = A - r.HeadroomBytes
 		if budget < r.MinimumReservationBytes {
-			return r, &ReservationError{r.MinimumReservationBytes, budget, A, o.HeadroomBytes}
+			return r, newReservationError(r.MinimumReservationBytes, A, r.HeadroomBytes)
 		}
 		r.Pages = r.MinPages
 		if r.IncrementBytes > 0 {
@@ -230,7 +251,7 @@ func resolve(c qwen35.Config, o Options, A int64) (Resolution, error) {
 	}
 	r.ReservationBytes = r.MinimumReservationBytes + (r.Pages-r.MinPages)*r.IncrementBytes
 	if r.ReservationBytes > budget {
-		return r, &ReservationError{r.ReservationBytes, budget, A, r.HeadroomBytes}
+		return r, newReservationError(r.ReservationBytes, A, r.HeadroomBytes)
 	}
 	r.PlannedSlackBytes = A - r.ReservationBytes
 	return r, nil
@@ -239,7 +260,7 @@ func resolve(c qwen35.Config, o Options, A int64) (Resolution, error) {
 // largestContext is the largest max context (a multiple of 64, at most
 // limit) whose auto-mode reservation fits A − headroom.
 func largestContext(c qwen35.Config, o Options, A, limit int64) (int64, error) {
-	budget := A - o.HeadroomBytes
+	budget := A - o.headroom(A)
 	if _, err := at(c, o, PageTokens, 1); err != nil {
 		return 0, err
 	}
@@ -249,7 +270,7 @@ func largestContext(c qwen35.Config, o Options, A, limit int64) (int64, error) {
 	}
 	if !fits(1) {
 		need, _ := reservationAt(c, o, PageTokens, 1)
-		return 0, &ReservationError{need, budget, A, o.HeadroomBytes}
+		return 0, newReservationError(need, A, o.headroom(A))
 	}
 	lo, hi := int64(1), limit/PageTokens // fits(lo) holds
 	if hi < 1 {

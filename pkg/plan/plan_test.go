@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -425,12 +426,12 @@ func TestWeightsArena(t *testing.T) {
 // when the weights do not fit.
 func TestOfflineBudget(t *testing.T) {
 	objs := []Object{{ID: "w", Component: "text", Bytes: 20 << 30}}
-	o := Options{MaxContext: 4096, DeviceTotalBytes: 24 << 30, UseCUDAGraph: true}
+	o := Options{MaxContext: 4096, DeviceTotalBytes: 28 << 30, UseCUDAGraph: true}
 	p, err := New(tiny(), objs, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := int64(24<<30 - 20<<30 - 512<<20); p.Memory.AvailableAfterWeightsBytes != want {
+	if want := int64(28<<30 - 20<<30 - 512<<20); p.Memory.AvailableAfterWeightsBytes != want {
 		t.Errorf("A = %d, want %d", p.Memory.AvailableAfterWeightsBytes, want)
 	}
 	if p.Memory.KVCapacityMode != "auto" || p.Memory.KVCapacityHeadroomBytes != 1<<30 || p.Memory.KVCapacity != 4096 {
@@ -441,8 +442,116 @@ func TestOfflineBudget(t *testing.T) {
 	}
 	o.DeviceTotalBytes = 20<<30 + 100
 	_, err = New(tiny(), objs, o)
-	if !errors.Is(err, ErrWeightsDoNotFit) || !strings.Contains(err.Error(), "21474836480") {
+	if !errors.Is(err, ErrWeightsDoNotFit) || err.Error() != "weights do not fit: 1 device objects need 21474836480 bytes and the runtime overhead 536870912 bytes, 22011707392 bytes together, but the device has 21474836580 bytes" {
 		t.Errorf("weights over the device: %v", err)
+	}
+	// an overhead larger than the device is no negative size either
+	o.DeviceTotalBytes = 100 << 20
+	_, err = New(tiny(), []Object{{ID: "w", Component: "text", Bytes: 1 << 20}}, o)
+	if !errors.Is(err, ErrWeightsDoNotFit) || negative.MatchString(err.Error()) || !strings.Contains(err.Error(), "but the device has 104857600 bytes") {
+		t.Errorf("overhead over the device: %v", err)
+	}
+}
+
+// negative matches a negative number in a message.
+var negative = regexp.MustCompile(`-[0-9]`)
+
+// TestAutoHeadroom checks the auto-mode headroom rule, min(1 GiB, A/4),
+// and --headroom's none (negative) and explicit values: small budgets keep
+// three quarters of themselves (a 512 MiB CPU budget used to be refused
+// with a negative figure), budgets from 4 GiB up keep the reference's 1 GiB.
+func TestAutoHeadroom(t *testing.T) {
+	tests := []struct {
+		name          string
+		A, headroom   int64 // budget and Options.HeadroomBytes
+		want          int64 // headroom taken
+		wantTableItem string
+	}{
+		{"512MiB default", 512 << 20, 0, 128 << 20, "auto headroom (min(1 GiB, A/4))"},
+		{"3GiB default", 3 << 30, 0, 768 << 20, "auto headroom (min(1 GiB, A/4))"},
+		{"4GiB default", 4 << 30, 0, 1 << 30, "auto headroom (min(1 GiB, A/4))"},
+		{"4GiB+1 default", 4<<30 + 1, 0, 1 << 30, "auto headroom (min(1 GiB, A/4))"},
+		{"80GiB default", 80 << 30, 0, 1 << 30, "auto headroom (min(1 GiB, A/4))"},
+		{"odd budget rounds down", 10<<20 + 3, 0, (10<<20 + 3) / 4, "auto headroom (min(1 GiB, A/4))"},
+		{"none", 512 << 20, -1, 0, "auto headroom (none)"},
+		{"explicit", 512 << 20, 300 << 20, 300 << 20, "auto headroom (--headroom)"},
+		{"explicit above 1GiB", 8 << 30, 2 << 30, 2 << 30, "auto headroom (--headroom)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.headroom == 0 {
+				if got := AutoHeadroom(tc.A); got != tc.want {
+					t.Errorf("AutoHeadroom(%d) = %d, want %d", tc.A, got, tc.want)
+				}
+			}
+			for _, ctx := range []int64{0, 2048} { // largest context, and a given one
+				o := Options{Backend: BackendCPU, MaxContext: ctx, HeadroomBytes: tc.headroom, AvailableAfterWeightsBytes: tc.A}
+				p, err := New(tiny(), nil, o)
+				if err != nil {
+					t.Fatalf("ctx %d: %v", ctx, err)
+				}
+				m := p.Memory
+				if p.Resolution.HeadroomBytes != tc.want || m.KVCapacityHeadroomBytes != tc.want || m.KVCapacityMode != "auto" {
+					t.Errorf("ctx %d: headroom %d (memory %d), want %d", ctx, p.Resolution.HeadroomBytes, m.KVCapacityHeadroomBytes, tc.want)
+				}
+				if m.RuntimeReservationBytes > tc.A-tc.want || m.PlannedSlackBytes != tc.A-m.RuntimeReservationBytes {
+					t.Errorf("ctx %d: reservation %d over the budget %d − %d", ctx, m.RuntimeReservationBytes, tc.A, tc.want)
+				}
+				var b strings.Builder
+				if err := p.WriteTable(&b); err != nil {
+					t.Fatal(err)
+				}
+				if !strings.Contains(b.String(), "| "+tc.wantTableItem+" ") {
+					t.Errorf("ctx %d: table has no %q row:\n%s", ctx, tc.wantTableItem, b.String())
+				}
+			}
+		})
+	}
+	// Explicit capacity takes no headroom; "none" is accepted there too.
+	p, err := New(tiny(), nil, Options{KVCapacity: 1024, HeadroomBytes: -1, AvailableAfterWeightsBytes: 512 << 20})
+	if err != nil || p.Resolution.HeadroomBytes != 0 {
+		t.Errorf("explicit with no headroom: %v", err)
+	}
+}
+
+// TestReservationErrorText checks the refusals' text: the reference's
+// sentence, where the available figure comes from, which --headroom would
+// fit, and never a negative size (a headroom above A used to print "only
+// -N bytes are available").
+func TestReservationErrorText(t *testing.T) {
+	tests := []struct {
+		name string
+		e    ReservationError
+		want string
+	}{
+		{"explicit", ReservationError{Required: 2000, Available: 1000, AfterWeights: 1000},
+			"requested Engine runtime reservation requires 2000 bytes, but only 1000 bytes are available for runtime capacity"},
+		{"headroom too large", ReservationError{Required: 300, Available: 200, AfterWeights: 1000, Headroom: 800},
+			"requested Engine runtime reservation requires 300 bytes, but only 200 bytes are available for runtime capacity (1000 bytes after the weights minus the 800-byte auto-capacity headroom; --headroom 700 or less would fit it)"},
+		{"no headroom fits", ReservationError{Required: 3000, Available: 750, AfterWeights: 1000, Headroom: 250},
+			"requested Engine runtime reservation requires 3000 bytes, but only 750 bytes are available for runtime capacity (1000 bytes after the weights minus the 250-byte auto-capacity headroom; even --headroom 0 leaves it 2000 bytes short)"},
+		{"headroom above A", *newReservationError(300, 1000, 5000),
+			"requested Engine runtime reservation requires 300 bytes, but no bytes are available for runtime capacity (the 5000-byte auto-capacity headroom is not less than the 1000 bytes available after the weights; --headroom 700 or less would fit it)"},
+		{"headroom equals A", *newReservationError(3000, 1000, 1000),
+			"requested Engine runtime reservation requires 3000 bytes, but no bytes are available for runtime capacity (the 1000-byte auto-capacity headroom is not less than the 1000 bytes available after the weights; even --headroom 0 leaves it 2000 bytes short)"},
+	}
+	for _, tc := range tests {
+		if got := tc.e.Error(); got != tc.want {
+			t.Errorf("%s:\n got %s\nwant %s", tc.name, got, tc.want)
+		}
+	}
+	if e := newReservationError(300, 1000, 5000); e.Available != 0 {
+		t.Errorf("available %d with a headroom above A, want 0", e.Available)
+	}
+	// Through New: a headroom above A is refused without a negative size.
+	_, err := New(tiny(), nil, Options{MaxContext: 2048, HeadroomBytes: 2 << 30, AvailableAfterWeightsBytes: 512 << 20})
+	var re *ReservationError
+	if !errors.As(err, &re) || negative.MatchString(err.Error()) || re.Available != 0 || !strings.Contains(err.Error(), "or less would fit it") {
+		t.Errorf("headroom above A: %v", err)
+	}
+	_, err = New(tiny(), nil, Options{HeadroomBytes: 2 << 30, AvailableAfterWeightsBytes: 512 << 20}) // largest context
+	if !errors.As(err, &re) || negative.MatchString(err.Error()) || re.Available != 0 {
+		t.Errorf("headroom above A, largest context: %v", err)
 	}
 }
 
@@ -453,15 +562,21 @@ func TestAutoRefusal(t *testing.T) {
 	objs := []Object{{ID: "w", Component: "text", Bytes: seedWeights}}
 	o := seedOptions()
 	o.KVCapacity = 0
-	o.AvailableAfterWeightsBytes = 1<<30 + 500<<20 // budget 500 MiB after the 1 GiB headroom
+	o.AvailableAfterWeightsBytes = 1<<30 + 500<<20 // budget 500 MiB after a 1 GiB headroom
+	o.HeadroomBytes = DefaultHeadroomBytes
 	_, err := New(c, objs, o)
 	var re *ReservationError
 	if !errors.As(err, &re) || !errors.Is(err, ErrReservationTooLarge) || re.Available != 500<<20 {
 		t.Fatalf("auto refusal: %v", err)
 	}
 	want := "requested Engine runtime reservation requires "
-	if !strings.HasPrefix(err.Error(), want) || !strings.HasSuffix(err.Error(), "but only 524288000 bytes are available for runtime capacity (1598029824 bytes after the weights minus the 1073741824-byte auto-capacity headroom; --headroom changes it)") {
+	if !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "but only 524288000 bytes are available for runtime capacity (1598029824 bytes after the weights minus the 1073741824-byte auto-capacity headroom; ") {
 		t.Errorf("message %q", err)
+	}
+	// The default rule on this budget: a quarter of A.
+	o.HeadroomBytes = 0
+	if _, err := New(c, objs, o); !errors.As(err, &re) || re.Headroom != (1<<30+500<<20)/4 {
+		t.Errorf("auto refusal, default headroom: %v", err)
 	}
 	o = seedOptions()
 	o.AvailableAfterWeightsBytes = 900 << 20
@@ -482,7 +597,7 @@ func TestAutoLargestContext(t *testing.T) {
 			t.Fatalf("A=%d: %v", A, err)
 		}
 		ctx := p.Memory.MaxContext
-		budget := A - DefaultHeadroomBytes
+		budget := A - AutoHeadroom(A)
 		if ctx%64 != 0 || p.Memory.KVCapacity != ctx || p.Memory.RuntimeReservationBytes > budget {
 			t.Errorf("A=%d: ctx %d capacity %d reservation %d budget %d", A, ctx, p.Memory.KVCapacity, p.Memory.RuntimeReservationBytes, budget)
 		}

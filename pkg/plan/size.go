@@ -11,7 +11,14 @@ import (
 // with a unit: B, KB/MB/GB/TB (powers of 1000) or KiB/MiB/GiB/TiB (powers
 // of 1024), case-insensitive, e.g. "24GiB", "24GB", "512MiB", "1.5GiB". The
 // result must be a positive whole number of bytes.
-func ParseSize(s string) (int64, error) {
+func ParseSize(s string) (int64, error) { return parseSize(s, false) }
+
+// ParseSizeOrZero is ParseSize that also accepts a zero size ("0", "0B",
+// "0GiB"), for flags where none is meaningful (--headroom,
+// --runtime-overhead).
+func ParseSizeOrZero(s string) (int64, error) { return parseSize(s, true) }
+
+func parseSize(s string, zero bool) (int64, error) {
 	t := strings.TrimSpace(s)
 	i := 0
 	for i < len(t) && (t[i] >= '0' && t[i] <= '9' || t[i] == '.') {
@@ -27,13 +34,17 @@ func ParseSize(s string) (int64, error) {
 	}
 	if !strings.Contains(num, ".") {
 		n, err := strconv.ParseInt(num, 10, 64)
-		if err == nil && n > 0 && float64(n)*m < 1<<62 {
+		if err == nil && (n > 0 || zero && n == 0) && float64(n)*m < 1<<62 {
 			return n * int64(m), nil
 		}
 	}
 	v, err := strconv.ParseFloat(num, 64)
-	if err != nil || !(v > 0) || v*m >= 1<<62 || v*m != math.Trunc(v*m) {
-		return 0, fmt.Errorf("invalid size %q (must be a positive whole number of bytes)", s)
+	if err != nil || !(v > 0 || zero && v == 0) || v*m >= 1<<62 || v*m != math.Trunc(v*m) {
+		what := "positive"
+		if zero {
+			what = "non-negative"
+		}
+		return 0, fmt.Errorf("invalid size %q (must be a %s whole number of bytes)", s, what)
 	}
 	return int64(v * m), nil
 }

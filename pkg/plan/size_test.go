@@ -26,6 +26,30 @@ func TestParseSize(t *testing.T) {
 	}
 }
 
+// TestParseSizeOrZero: zero in any spelling is accepted (--headroom 0,
+// --runtime-overhead 0), everything else as ParseSize.
+func TestParseSizeOrZero(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+		err  string
+	}{
+		{"0", 0, ""}, {"0B", 0, ""}, {"0GiB", 0, ""}, {"0.0 MiB", 0, ""}, {" 0 ", 0, ""},
+		{"512MiB", 512 << 20, ""}, {"1.5GiB", 3 << 29, ""},
+		{"-1", 0, `invalid size "-1"`}, {"", 0, "invalid size"}, {"0XB", 0, "invalid size"},
+		{"0.3B", 0, "must be a non-negative whole number of bytes"},
+	}
+	for _, tc := range tests {
+		got, err := ParseSizeOrZero(tc.in)
+		if tc.err == "" && (err != nil || got != tc.want) || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("ParseSizeOrZero(%q) = %d, %v; want %d, error %q", tc.in, got, err, tc.want, tc.err)
+		}
+	}
+	if _, err := ParseSize("0"); err == nil || !strings.Contains(err.Error(), "positive") {
+		t.Errorf("ParseSize(\"0\") = %v, want the positive-size error", err)
+	}
+}
+
 func TestFromRecipeAndTable(t *testing.T) {
 	c := q27b()
 	r, err := recipe.Lookup("groupwise-int")

@@ -106,7 +106,14 @@ func (p *Plan) WriteTable(w io.Writer) error {
 	bytesRow("reservation", "minimum runtime reservation", r.MinimumReservationBytes)
 	bytesRow("reservation", "runtime reservation", r.ReservationBytes)
 	if r.Mode == "auto" {
-		bytesRow("reservation", "auto headroom", r.HeadroomBytes)
+		item := "auto headroom (min(1 GiB, A/4))"
+		switch {
+		case o.HeadroomBytes < 0:
+			item = "auto headroom (none)"
+		case o.HeadroomBytes > 0:
+			item = "auto headroom (--headroom)"
+		}
+		bytesRow("reservation", item, r.HeadroomBytes)
 	}
 	bytesRow("reservation", "planned slack (A − reservation)", r.PlannedSlackBytes)
 	if err := t.Bulk(rows); err != nil {

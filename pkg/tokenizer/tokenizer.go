@@ -1,6 +1,6 @@
 // Package tokenizer implements byte-level BPE tokenization compatible with
 // Hugging Face tokenizer.json files of the GPT-2/Qwen family: added-token
-// literals, NFC normalization, regex Split and ByteLevel pre-tokenization,
+// literals, NFC normalization (as Hugging Face computes it: nfc.go), regex Split and ByteLevel pre-tokenization,
 // lowest-rank BPE merges, and ByteLevel decoding (including a streaming
 // decoder that only emits complete UTF-8).
 package tokenizer
@@ -12,7 +12,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/dlclark/regexp2"
-	"golang.org/x/text/unicode/norm"
 )
 
 // Tokenizer is a loaded byte-level BPE tokenizer. It is safe for concurrent
@@ -76,7 +75,7 @@ func (t *Tokenizer) setAdded(added []addedToken) error {
 	for i := range added {
 		added[i].match = added[i].Content
 		if added[i].Normalized && t.nfc {
-			added[i].match = norm.NFC.String(added[i].Content)
+			added[i].match = nfc(added[i].Content)
 		}
 	}
 	for i, a := range added {
@@ -188,7 +187,7 @@ func (t *Tokenizer) Encode(text string, allowSpecial bool) []int32 {
 			return
 		}
 		if t.nfc {
-			seg = norm.NFC.String(seg)
+			seg = nfc(seg)
 		}
 		t.normMatch.split(seg, allowSpecial, func(seg string, id int32) {
 			if id >= 0 {
