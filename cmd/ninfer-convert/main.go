@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 
@@ -22,11 +21,20 @@ import (
 	"github.com/ninfer/ninfer/pkg/recipe"
 )
 
-func main() { os.Exit(run(os.Args, os.Stdout, os.Stderr)) }
+func main() {
+	// The stopping signals are handled for the life of the process: their
+	// default action would leave the temporary file behind.
+	ctx, _ := cliutil.NotifyStop(context.Background())
+	interruptContext = func() (context.Context, context.CancelFunc) { return ctx, func() {} }
+	os.Exit(run(os.Args, os.Stdout, os.Stderr))
+}
 
-// interruptContext is cancelled by SIGINT (a variable so tests can interrupt).
+// interruptContext is cancelled by the first stopping signal: SIGINT,
+// SIGTERM or SIGHUP (a variable so tests can interrupt). A repeated signal
+// is ignored: the stop in progress removes the temporary file and exits
+// 128 + the first signal's number.
 var interruptContext = func() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), os.Interrupt)
+	return cliutil.NotifyStop(context.Background())
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -55,7 +63,9 @@ largest encoded object plus a row of scratch per thread.
 Recipes:
 ` + strings.Join(recipeLines, "\n") + `
 
-Exit status: 0 ok, 2 usage error, 1 runtime error, 130 interrupted (nothing written).
+Exit status: 0 ok, 2 usage error, 1 runtime error, 128+N stopped by signal N
+(130 SIGINT, 143 SIGTERM, 129 SIGHUP; nothing written, the temporary file
+removed, also when the signal is repeated).
 
 Examples:
   ninfer-convert --recipe groupwise-int ~/models/Qwen3.5-27B qwen3.5-27b.ninfer
@@ -129,7 +139,7 @@ func convertAction(c *cli.Context) error {
 	defer stop()
 	res, err := convert.Convert(ctx, src, dst, opts)
 	if err != nil && ctx.Err() != nil {
-		return fmt.Errorf("%w: %s was not written", cliutil.ErrInterrupted, dst)
+		return fmt.Errorf("%w: %s was not written", cliutil.StopCause(ctx), dst)
 	}
 	if err != nil {
 		return err

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +16,12 @@ import (
 	"github.com/ninfer/ninfer/pkg/testmodel"
 )
 
-func TestMain(m *testing.M) { testfixture.Main(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "1" {
+		main() // started by TestStoppingSignals: be ninfer-convert
+	}
+	testfixture.Main(m)
+}
 
 func runConvert(args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
@@ -212,5 +219,73 @@ func TestConvertNotesMissingTokenizer(t *testing.T) {
 	}
 	if code, _, errs := runConvert("--force", "--recipe", "q8", src, out); code != 0 || strings.Contains(errs, "note:") {
 		t.Errorf("with a tokenizer: exit %d stderr %q", code, errs)
+	}
+}
+
+// editConfig rewrites dir/config.json with the given top-level members
+// removed.
+func editConfig(t *testing.T, dir string, remove ...string) {
+	t.Helper()
+	p := filepath.Join(dir, "config.json")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range remove {
+		if _, ok := m[k]; !ok {
+			t.Fatalf("config.json has no %q", k)
+		}
+		delete(m, k)
+	}
+	if b, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A config.json without rope_parameters takes the transformers defaults
+// (θ 10000, not the checkpoints' 1e7); the converter says so on stderr and
+// records them in the artifact.
+func TestConvertNotesConfigDefaults(t *testing.T) {
+	src := testfixture.HFDir(t, nil)
+	editConfig(t, src, "rope_parameters", "max_position_embeddings")
+	out := filepath.Join(t.TempDir(), "m.ninfer")
+	code, _, errs := runConvert("--recipe", "q8", src, out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	want := "config.json leaves out 3 config fields; using the transformers Qwen3_5TextConfig defaults: rope_theta=10000, partial_rotary_factor=0.25, max_position_embeddings=32768\n"
+	if !strings.Contains(errs, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, errs)
+	}
+	f, err := artifact.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cfg, _ := f.Config()
+	d, ok := f.ConfigDefaults()
+	if cfg.RopeTheta != 10000 || !ok || len(d) != 3 || fmt.Sprint(d["rope_theta"]) != "10000" || fmt.Sprint(d["max_position_embeddings"]) != "32768" {
+		t.Errorf("rope θ %g, config_defaults %v (recorded %t)", cfg.RopeTheta, d, ok)
+	}
+	// A complete config.json defaults nothing and records {}.
+	full := filepath.Join(t.TempDir(), "full.ninfer")
+	code, _, errs = runConvert("--recipe", "q8", testfixture.HFDir(t, nil), full)
+	if code != 0 || strings.Contains(errs, "leaves out") {
+		t.Fatalf("complete config: exit %d, stderr %q", code, errs)
+	}
+	g, err := artifact.Open(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if d, ok := g.ConfigDefaults(); !ok || len(d) != 0 {
+		t.Errorf("complete config: config_defaults %v (recorded %t), want {}", d, ok)
 	}
 }

@@ -29,9 +29,17 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Description: `Reads only the header and directory (fast on multi-GB files) and prints a
 summary (identity, architecture, key dims, formats, object counts, bytes per
 component and per format, prefill_signature) and the object table.
+Opening checks the directory: its SHA-256 (metadata.directory_sha256, which
+covers the config and every object's recorded hash) and the config against
+every tensor's shape and the tensor inventory; an artifact edited after it
+was written fails here. Older artifacts without the digest still open; the
+summary and --verify say the directory is not covered.
 --verify also reads every payload: it checks the recorded SHA-256 of each
 object and the validity of every tensor's values (finite floats, legal
 scales and codes); it exits 1 at the first problem, naming the object.
+The summary lists the config fields the converter defaulted because
+config.json left them out ("config defaults"; JSON config_defaults: null
+when the artifact does not record them).
 Legacy v2 containers are shown too (no config or signature).
 
 Exit status: 0 ok, 2 usage error, 1 runtime error (including a --verify failure).
@@ -92,7 +100,17 @@ func inspectFile(path string, asJSON, verify, table bool, stdout, stderr io.Writ
 		return err
 	}
 	if vr != nil {
-		fmt.Fprintf(stderr, "ninfer-inspect: verified %s: %d objects, %d hashes, %d tensors valid\n", path, vr.Objects, vr.HashesChecked, vr.TensorsChecked)
+		fmt.Fprintln(stderr, verifyLine(path, vr))
 	}
 	return nil
+}
+
+// verifyLine is the one-line --verify outcome; it says when the directory
+// is not covered (an artifact without metadata.directory_sha256).
+func verifyLine(path string, vr *inspect.VerifyReport) string {
+	counts := fmt.Sprintf("%d objects, %d hashes, %d tensors valid", vr.Objects, vr.HashesChecked, vr.TensorsChecked)
+	if vr.DirectoryChecked {
+		return fmt.Sprintf("ninfer-inspect: verified %s: directory sha256, %s", path, counts)
+	}
+	return fmt.Sprintf("ninfer-inspect: verified %s: %s; the directory is NOT covered (no metadata.directory_sha256: written before ninfer recorded one; convert again to cover it)", path, counts)
 }

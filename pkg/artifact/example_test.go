@@ -10,10 +10,11 @@ import (
 	"github.com/ninfer/ninfer/pkg/qwen35"
 )
 
-// Example writes a tiny artifact (a resource and two tensors) and reads it
-// back: plan every object first, stream payloads in plan order, Close
-// commits atomically; Open reads only the directory, Map gives zero-copy
-// payload views.
+// Example writes a tiny artifact (a resource and the config's whole tensor
+// inventory) and reads it back: plan every object first, stream payloads in
+// plan order, Close commits atomically; Open reads only the directory
+// (checking its digest and the config against the tensors), Map gives
+// zero-copy payload views.
 func Example() {
 	dir, _ := os.MkdirTemp("", "ninfer-example")
 	defer os.RemoveAll(dir)
@@ -29,21 +30,33 @@ func Example() {
 	plan := artifact.NewPlan(artifact.Meta{Name: "tiny", Config: cfg, Metadata: map[string]any{"recipe": "example"}})
 	tok := []byte(`{"model":{}}`)
 	check(plan.AddResource("frontend/tokenizer.json", artifact.ComponentFrontend, int64(len(tok))))
-	check(plan.AddTensor("text/final_norm", artifact.ComponentText, format.BF16, []int64{64}))
-	check(plan.AddTensor("text/layers/0/attention/q_proj", artifact.ComponentText, format.Q8G32, []int64{4, 200}))
+	for _, t := range cfg.Tensors() {
+		f := format.Q8G32 // matrices
+		if len(t.Shape) == 1 {
+			f = format.BF16 // norms
+		}
+		check(plan.AddTensor(t.Name, t.Component, f, t.Shape))
+	}
 
 	w, err := artifact.Create(path, plan)
 	check(err)
 	defer w.Abort() // no-op after a successful Close
-	check(w.WriteObject("frontend/tokenizer.json", tok))
-	check(w.WriteObject("text/final_norm", make([]byte, 128)))
-	ow, err := w.Begin("text/layers/0/attention/q_proj") // chunked streaming
-	check(err)
-	for range 4 {
-		_, err = ow.Write(make([]byte, 272))
-		check(err)
+	for _, o := range plan.Objects() {
+		switch {
+		case o.ID == "frontend/tokenizer.json":
+			check(w.WriteObject(o.ID, tok))
+		case o.ID == "text/layers/0/attention/q_proj": // chunked streaming
+			ow, err := w.Begin(o.ID)
+			check(err)
+			for range 4 {
+				_, err = ow.Write(make([]byte, o.Bytes/4))
+				check(err)
+			}
+			check(ow.Close())
+		default:
+			check(w.WriteObject(o.ID, make([]byte, o.Bytes)))
+		}
 	}
-	check(ow.Close())
 	check(w.Close())
 
 	f, err := artifact.Open(path)
@@ -51,12 +64,12 @@ func Example() {
 	defer f.Close()
 	check(f.Map())
 	o, _ := f.Object("text/layers/0/attention/q_proj")
-	fmt.Println(f.Name, f.Formats(), len(f.Objects), o.Offset, o.Bytes, len(f.Bytes(o)))
+	fmt.Println(f.Name, f.Formats(), len(f.Objects), o.Offset, o.Bytes, len(f.Bytes(o)), len(f.DirectorySHA256))
 	n, err := f.VerifyAll()
 	fmt.Println("verified", n, err)
 	// Output:
-	// tiny [bf16 q8_g32_fp16] 3 512 1088 1088
-	// verified 3 <nil>
+	// tiny [bf16 q8_g32_fp16] 15 35328 17408 17408 64
+	// verified 15 <nil>
 }
 
 func check(err error) {

@@ -48,7 +48,13 @@ func FuzzOpen(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		file, err := Parse("fuzz.ninfer", bytes.NewReader(data), int64(len(data)))
+		// The container rules, then the model binding on what they accept.
+		file, err := parse("fuzz.ninfer", bytes.NewReader(data), int64(len(data)), false)
+		if err == nil && file.config != nil {
+			if berr := file.checkModel(); berr != nil && (!errors.Is(berr, ErrInvalid) || strings.ContainsAny(berr.Error(), "\n\r")) {
+				t.Fatalf("binding error is not a one-line ErrInvalid: %q", berr)
+			}
+		}
 		if err != nil {
 			if !errors.Is(err, ErrInvalid) {
 				t.Fatalf("error is not ErrInvalid: %v", err)
@@ -134,7 +140,7 @@ func TestWriteFuzzSeeds(t *testing.T) {
 func TestFuzzSeedsValid(t *testing.T) {
 	seeds := fuzzSeeds(t)
 	for i, s := range seeds[:2] {
-		f, err := Parse("seed.ninfer", bytes.NewReader(s), int64(len(s)))
+		f, err := parse("seed.ninfer", bytes.NewReader(s), int64(len(s)), false)
 		if err != nil {
 			t.Fatalf("seed %d rejected: %v", i, err)
 		}

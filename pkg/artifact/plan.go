@@ -25,6 +25,7 @@ type Plan struct {
 	objects []Object
 	ids     map[string]bool
 	cursor  int64
+	unbound bool // skip the model binding: container-only test fixtures
 }
 
 // NewPlan starts an empty plan.
@@ -106,9 +107,16 @@ func (p *Plan) PayloadBytes() int64 { return p.cursor }
 // objects (resources list, mtp layer count from the config, proposal rows
 // from text/draft_head).
 func (p *Plan) spec(objects []Object) *dirSpec {
+	// The writer owns directory_sha256: a placeholder of the final length
+	// here, sealed once the directory is final.
+	metadata := make(map[string]any, len(p.meta.Metadata)+1)
+	for k, v := range p.meta.Metadata {
+		metadata[k] = v
+	}
+	metadata[MetaDirectorySHA256] = zeroHash
 	d := &dirSpec{
 		name: p.meta.Name, config: p.meta.Config, objects: objects, payloadBytes: p.cursor,
-		metadata: p.meta.Metadata, provenance: p.meta.Provenance, resources: []string{},
+		metadata: metadata, provenance: p.meta.Provenance, resources: []string{},
 	}
 	for i := range objects {
 		o := &objects[i]
@@ -131,7 +139,8 @@ func (p *Plan) spec(objects []Object) *dirSpec {
 }
 
 // directory encodes and validates the directory; with placeholders, every
-// object gets an all-zero sha256 of the final length.
+// object gets an all-zero sha256 of the final length. The directory digest
+// is left as its all-zero placeholder (sealDirectory fills it in).
 func (p *Plan) directory(path string, placeholders bool) ([]byte, *File, error) {
 	if len(p.objects) == 0 {
 		return nil, nil, fmt.Errorf("%s: plan has no objects", path)
@@ -159,6 +168,14 @@ func (p *Plan) directory(path string, placeholders bool) ([]byte, *File, error) 
 	}
 	if err := f.checkRanges(); err != nil {
 		return nil, nil, err
+	}
+	if !p.unbound {
+		if err := f.checkModel(); err != nil {
+			return nil, nil, err
+		}
+	}
+	if slot, err := digestSlot(js); err != nil || slot < 0 {
+		return nil, nil, fmt.Errorf("%s: internal error: no directory digest slot (%v)", path, err)
 	}
 	f.Size = f.PayloadStart + f.PayloadBytes
 	return js, f, nil

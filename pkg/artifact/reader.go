@@ -37,6 +37,11 @@ type File struct {
 
 	Objects []Object // in payload order
 
+	// DirectorySHA256 is metadata.directory_sha256 once Open has checked it
+	// against the directory; empty when the artifact records none (written
+	// before ninfer recorded it), so nothing covers the directory.
+	DirectorySHA256 string
+
 	config *qwen35.Config
 	byID   map[string]int
 	r      io.ReaderAt
@@ -44,9 +49,15 @@ type File struct {
 	data   []byte // the mapping, nil until Map
 }
 
-// Open reads and validates the header and directory of the artifact at path.
-// It never reads payload bytes.
-func Open(path string) (*File, error) {
+// Open reads and validates the header and directory of the artifact at path:
+// the container rules, the directory digest when recorded, and the binding
+// of the config to the tensor inventory (docs/FORMAT.md §4). It never reads
+// payload bytes.
+func Open(path string) (*File, error) { return open(path, true) }
+
+// open is Open; bind=false skips the model binding (container-only test
+// fixtures).
+func open(path string, bind bool) (*File, error) {
 	osf, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open artifact: %w", err)
@@ -60,7 +71,7 @@ func Open(path string) (*File, error) {
 		osf.Close()
 		return nil, &FormatError{Path: path, Msg: "not a regular file"}
 	}
-	f, err := Parse(path, osf, st.Size())
+	f, err := parse(path, osf, st.Size(), bind)
 	if err != nil {
 		osf.Close()
 		return nil, err
@@ -83,12 +94,20 @@ func OpenMapped(path string) (*File, error) {
 }
 
 // Parse validates the header and directory of an artifact held by r (size
-// bytes long). name is used in error messages. Only bytes before the payload
-// are read. The returned File reads payloads through r (Map needs Open).
-func Parse(name string, r io.ReaderAt, size int64) (*File, error) {
+// bytes long) exactly as Open does. name is used in error messages. Only
+// bytes before the payload are read. The returned File reads payloads
+// through r (Map needs Open).
+func Parse(name string, r io.ReaderAt, size int64) (*File, error) { return parse(name, r, size, true) }
+
+func parse(name string, r io.ReaderAt, size int64, bind bool) (*File, error) {
 	f := &File{Path: name, Size: size, r: r}
 	if err := f.parse(); err != nil {
 		return nil, err
+	}
+	if bind && f.config != nil {
+		if err := f.checkModel(); err != nil {
+			return nil, err
+		}
 	}
 	return f, nil
 }
@@ -182,7 +201,10 @@ func (f *File) parseV3(hdr []byte) error {
 		}
 		return f.errf("", "file is %d bytes, directory declares %d (payload_start %d + payload_bytes %d): trailing bytes", f.Size, want, f.PayloadStart, f.PayloadBytes)
 	}
-	return f.checkRanges()
+	if err := f.checkRanges(); err != nil {
+		return err
+	}
+	return f.checkDigest(js)
 }
 
 const maxInt64 = int64(^uint64(0) >> 1)

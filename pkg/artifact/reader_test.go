@@ -18,7 +18,7 @@ func TestRoundTrip(t *testing.T) {
 	payloads := randomPayloads(r, p)
 	path := writeArtifact(t, t.TempDir(), p, payloads)
 
-	f, err := Open(path)
+	f, err := open(path, false)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -93,7 +93,7 @@ func TestRoundTrip(t *testing.T) {
 
 func TestQueries(t *testing.T) {
 	p := newPlan(t, testMeta(), testEntries)
-	f, err := Open(writeArtifact(t, t.TempDir(), p, randomPayloads(newRand(t), p)))
+	f, err := open(writeArtifact(t, t.TempDir(), p, randomPayloads(newRand(t), p)), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,8 +254,8 @@ func TestRejectDirectory(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m := decodeDir(t, js)
 			tc.mut(m)
-			file := assembleV3(encodeDir(t, m), payload)
-			_, err := Parse("model.ninfer", bytes.NewReader(file), int64(len(file)))
+			file := assembleV3(reseal(encodeDir(t, m)), payload)
+			_, err := parse("model.ninfer", bytes.NewReader(file), int64(len(file)), false)
 			if err == nil {
 				t.Fatalf("accepted, want error containing %q", tc.want)
 			}
@@ -267,9 +267,10 @@ func TestRejectDirectory(t *testing.T) {
 			}
 		})
 	}
-	// The unmodified directory, re-encoded the same way, is accepted.
-	file := assembleV3(encodeDir(t, decodeDir(t, js)), payload)
-	if _, err := Parse("model.ninfer", bytes.NewReader(file), int64(len(file))); err != nil {
+	// The unmodified directory, re-encoded the same way (and its digest
+	// recomputed), is accepted.
+	file := assembleV3(reseal(encodeDir(t, decodeDir(t, js))), payload)
+	if _, err := parse("model.ninfer", bytes.NewReader(file), int64(len(file)), false); err != nil {
 		t.Fatalf("re-encoded valid file rejected: %v", err)
 	}
 }
@@ -307,7 +308,7 @@ func TestRejectFraming(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse("model.ninfer", bytes.NewReader(tc.file), int64(len(tc.file)))
+			_, err := parse("model.ninfer", bytes.NewReader(tc.file), int64(len(tc.file)), false)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want substring %q", err, tc.want)
 			}
@@ -334,7 +335,7 @@ func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
 func TestHeaderOnlyReads(t *testing.T) {
 	b := validFile(t)
 	cr := &countingReader{r: bytes.NewReader(b)}
-	f, err := Parse("model.ninfer", cr, int64(len(b)))
+	f, err := parse("model.ninfer", cr, int64(len(b)), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +349,7 @@ func TestHeaderOnlyReads(t *testing.T) {
 
 func TestVerifyDetectsCorruption(t *testing.T) {
 	b := validFile(t)
-	f, err := Parse("model.ninfer", bytes.NewReader(b), int64(len(b)))
+	f, err := parse("model.ninfer", bytes.NewReader(b), int64(len(b)), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +358,7 @@ func TestVerifyDetectsCorruption(t *testing.T) {
 		t.Fatalf("Verify intact = %v, %v", ok, err)
 	}
 	b[f.PayloadStart+o.Offset+3] ^= 0x40
-	f2, err := Parse("model.ninfer", bytes.NewReader(b), int64(len(b)))
+	f2, err := parse("model.ninfer", bytes.NewReader(b), int64(len(b)), false)
 	if err != nil {
 		t.Fatalf("payload corruption must not affect header-only Parse: %v", err)
 	}
@@ -371,7 +372,7 @@ func TestOpenIOErrors(t *testing.T) {
 	b := validFile(t)
 	// A reader shorter than the size it claims: a short read is an I/O
 	// error, not a format error.
-	_, err := Parse("model.ninfer", bytes.NewReader(b[:100]), int64(len(b)))
+	_, err := parse("model.ninfer", bytes.NewReader(b[:100]), int64(len(b)), false)
 	if err == nil || errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "unexpected EOF") {
 		t.Fatalf("short reader: %v", err)
 	}

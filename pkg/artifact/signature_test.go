@@ -40,7 +40,7 @@ func TestSignatureFactsGolden(t *testing.T) {
 func TestSignatureInvariance(t *testing.T) {
 	r := newRand(t)
 	p := newPlan(t, testMeta(), testEntries)
-	a, err := Open(writeArtifact(t, t.TempDir(), p, randomPayloads(r, p)))
+	a, err := open(writeArtifact(t, t.TempDir(), p, randomPayloads(r, p)), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestSignatureInvariance(t *testing.T) {
 	entries[len(entries)-2].f, entries[len(entries)-2].shape = format.BF16, []int64{64, 128} // mtp/fc
 	entries[0].size = 999                                                                    // resource size moves every offset
 	p2 := newPlan(t, meta, entries)
-	b, err := Open(writeArtifact(t, t.TempDir(), p2, randomPayloads(r, p2)))
+	b, err := open(writeArtifact(t, t.TempDir(), p2, randomPayloads(r, p2)), false)
 	if err != nil {
 		t.Fatal(err)
 	}

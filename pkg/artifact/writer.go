@@ -308,8 +308,9 @@ func (w *Writer) flushPending() error {
 	return w.err
 }
 
-// Close checks that every object was written, patches the hashes into the
-// directory, syncs the file and renames it to the final path. On failure the
+// Close checks that every object was written, patches the hashes and then
+// the directory digest into the directory, syncs the file and renames it to
+// the final path. On failure the
 // temporary file is removed. Close after a successful Close is a no-op.
 func (w *Writer) Close() error {
 	w.mu.Lock()
@@ -333,6 +334,9 @@ func (w *Writer) Close() error {
 		return w.fail(fmt.Errorf("%s: write: %w", w.tmp, err))
 	}
 	js, err := encodeDirectory(w.plan.spec(w.objects))
+	if err == nil {
+		err = sealDirectory(js)
+	}
 	if err != nil {
 		return w.fail(fmt.Errorf("%s: %w", w.path, err))
 	}
@@ -391,6 +395,9 @@ func WriteSparse(path string, plan *Plan) error {
 	js, f, err := plan.directory(path, false)
 	if err != nil {
 		return err
+	}
+	if err := sealDirectory(js); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	hdr := make([]byte, HeaderSize, HeaderSize+len(js))
 	copy(hdr, magicPrefix)

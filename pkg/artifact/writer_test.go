@@ -246,7 +246,7 @@ func TestStreamingChunks(t *testing.T) {
 	if err := w.Abort(); err != nil {
 		t.Fatal(err)
 	}
-	f, err := OpenMapped(path)
+	f, err := openMapped(path, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +276,7 @@ func TestWriteSparse(t *testing.T) {
 	if err := WriteSparse(path, p); err != nil {
 		t.Fatal(err)
 	}
-	f, err := Open(path)
+	f, err := open(path, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +301,7 @@ func TestCommitReplacesAndFailsCleanly(t *testing.T) {
 	if got := writeArtifact(t, dir, p, first); got != path {
 		t.Fatalf("wrote %s", got)
 	}
-	f, err := OpenMapped(path)
+	f, err := openMapped(path, false)
 	if err != nil {
 		t.Fatalf("replaced file does not open: %v", err)
 	}

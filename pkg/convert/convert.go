@@ -116,12 +116,17 @@ func Convert(ctx context.Context, src, dst string, opts Options) (Result, error)
 	if name == "" {
 		name = filepath.Base(filepath.Clean(src))
 	}
+	if len(dir.Defaults) > 0 {
+		logf(opts.Log, "ninfer-convert: note: %s/config.json leaves out %d config fields; using the transformers Qwen3_5TextConfig defaults: %s\n",
+			src, len(dir.Defaults), qwen35.FormatDefaults(dir.Defaults))
+	}
 	meta := artifact.Meta{
 		Name:   name,
 		Config: cfg,
 		Metadata: map[string]any{
-			"recipe":    opts.Recipe.Name,
-			"converter": Version,
+			"recipe":                    opts.Recipe.Name,
+			"converter":                 Version,
+			artifact.MetaConfigDefaults: qwen35.DefaultsMap(dir.Defaults),
 			"source": map[string]any{
 				"path":           src,
 				"layout":         layoutName(dir.Layout),

@@ -54,6 +54,9 @@ type Dir struct {
 	Path   string
 	Config qwen35.Config
 	Layout qwen35.Layout
+	// Defaults lists the config fields config.json left out and the
+	// transformers Qwen3_5TextConfig default each took.
+	Defaults []qwen35.Default
 	// SkippedVisual counts model.visual.* tensors that were ignored.
 	SkippedVisual int
 	// Ignored lists other checkpoint tensors deliberately not used: mtp.*
@@ -79,11 +82,11 @@ func Open(path string) (_ *Dir, err error) {
 		}
 		return nil, fmt.Errorf("hfdir: %w", err)
 	}
-	cfg, layout, err := qwen35.ParseHFConfig(cfgBytes)
+	cfg, layout, defaults, err := qwen35.ParseHFConfigDefaults(cfgBytes)
 	if err != nil {
 		return nil, fmt.Errorf("hfdir: %s: %w", path, err)
 	}
-	d := &Dir{Path: path, Config: cfg, Layout: layout, index: map[string]entry{}}
+	d := &Dir{Path: path, Config: cfg, Layout: layout, Defaults: defaults, index: map[string]entry{}}
 	defer func() {
 		if err != nil {
 			d.Close()

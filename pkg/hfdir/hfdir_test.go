@@ -402,3 +402,25 @@ func BenchmarkReadRowsBF16(b *testing.B) {
 		}
 	}
 }
+
+// Fields config.json leaves out take the transformers Qwen3_5TextConfig
+// defaults and are listed in Dir.Defaults; head_dim defaults to 256, not
+// hidden_size / num_attention_heads, so a checkpoint built with another
+// head_dim no longer matches.
+func TestOpenReportsConfigDefaults(t *testing.T) {
+	dir := gen(t, nil)
+	if d := open(t, dir); len(d.Defaults) != 0 {
+		t.Fatalf("complete config defaulted %v", d.Defaults)
+	}
+	editJSON(t, filepath.Join(dir, "config.json"), func(m map[string]any) { delete(m, "rope_parameters") })
+	d := open(t, dir)
+	want := []qwen35.Default{{Field: "rope_theta", Value: 10000.0}, {Field: "partial_rotary_factor", Value: 0.25}}
+	if !reflect.DeepEqual(d.Defaults, want) || d.Config.RopeTheta != 10000 {
+		t.Errorf("defaults %v, θ %g; want %v, 10000", d.Defaults, d.Config.RopeTheta, want)
+	}
+	editJSON(t, filepath.Join(dir, "config.json"), func(m map[string]any) { delete(m, "head_dim") })
+	_, err := hfdir.Open(dir)
+	if err == nil || !strings.Contains(err.Error(), "model.layers.3.self_attn.q_proj.weight has shape [512 64], expected [2048 64]") {
+		t.Errorf("config without head_dim (class default 256) on a head_dim 64 checkpoint: %v", err)
+	}
+}

@@ -42,7 +42,14 @@ type Summary struct {
 	BytesByComponent map[string]int64 `json:"bytes_by_component"`
 	BytesByFormat    map[string]int64 `json:"bytes_by_format"`
 	PrefillSignature string           `json:"prefill_signature,omitempty"`
-	Objects          []ObjectRow      `json:"objects"`
+	// DirectorySHA256 is the checked directory digest; empty when the
+	// artifact records none (then nothing covers the directory).
+	DirectorySHA256 string `json:"directory_sha256,omitempty"`
+	// ConfigDefaults maps each config field that config.json left out to
+	// the transformers default the converter used: {} when there were none,
+	// null when the artifact does not record them (older converter, v2).
+	ConfigDefaults map[string]any `json:"config_defaults"`
+	Objects        []ObjectRow    `json:"objects"`
 }
 
 // ObjectRow is one row of the object table.
@@ -81,6 +88,10 @@ func Summarize(f *artifact.File) (Summary, error) {
 			return Summary{}, err
 		}
 		s.PrefillSignature = sig
+		s.DirectorySHA256 = f.DirectorySHA256
+		if d, ok := f.ConfigDefaults(); ok {
+			s.ConfigDefaults = d
+		}
 	}
 	if f.Identity != nil {
 		s.ModelID, s.WeightsID = f.Identity.ModelID, f.Identity.WeightsID
@@ -165,6 +176,14 @@ func WriteText(w io.Writer, s Summary, objects bool) error {
 	if s.PrefillSignature != "" {
 		kv = append(kv, [2]string{"prefill_signature", s.PrefillSignature})
 	}
+	if s.ContainerVersion >= 3 {
+		kv = append(kv, [2]string{"config defaults", defaultsLine(s.ConfigDefaults)})
+		d := s.DirectorySHA256
+		if d == "" {
+			d = "none: written before ninfer recorded it; nothing covers the directory"
+		}
+		kv = append(kv, [2]string{"directory sha256", d})
+	}
 	for _, p := range kv {
 		if _, err := fmt.Fprintf(w, "%-18s %s\n", p[0]+":", p[1]); err != nil {
 			return err
@@ -192,18 +211,52 @@ func WriteText(w io.Writer, s Summary, objects bool) error {
 	return t.Render()
 }
 
+// defaultsLine renders recorded config defaults for the text summary.
+func defaultsLine(m map[string]any) string {
+	if m == nil {
+		return "not recorded (converted before ninfer-convert recorded them)"
+	}
+	if len(m) == 0 {
+		return "none (config.json gave every field)"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	ds := make([]qwen35.Default, len(keys))
+	for i, k := range keys {
+		v := m[k]
+		if list, ok := v.([]any); ok {
+			strs := make([]string, len(list))
+			for j, e := range list {
+				strs[j] = fmt.Sprint(e)
+			}
+			v = strs
+		}
+		ds[i] = qwen35.Default{Field: k, Value: v}
+	}
+	return qwen35.FormatDefaults(ds) + " (left out of config.json: transformers defaults)"
+}
+
 // VerifyReport is the outcome of Verify.
 type VerifyReport struct {
 	Objects        int `json:"objects"`
 	HashesChecked  int `json:"hashes_checked"`
 	TensorsChecked int `json:"tensors_checked"`
+	// DirectoryChecked: the directory digest (metadata.directory_sha256)
+	// matched when the file was opened, so the hashes above cover the
+	// directory too; false for an artifact that records none.
+	DirectoryChecked bool `json:"directory_checked"`
 }
 
 // Verify re-hashes every object that records a SHA-256 and checks every
 // tensor's values (finite floats, legal scales and codes). f must be mapped.
-// It stops at the first problem, naming the object.
+// It stops at the first problem, naming the object. The directory itself
+// (digest, config against tensors) was checked when f was opened; the
+// report says whether a digest covered it.
 func Verify(f *artifact.File) (VerifyReport, error) {
-	r := VerifyReport{Objects: len(f.Objects)}
+	r := VerifyReport{Objects: len(f.Objects), DirectoryChecked: f.DirectorySHA256 != ""}
 	for i := range f.Objects {
 		o := &f.Objects[i]
 		ok, err := f.Verify(o)

@@ -1,12 +1,18 @@
 package loader
 
 import (
+	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/ninfer/ninfer/pkg/artifact"
 	"github.com/ninfer/ninfer/pkg/backend"
+	"github.com/ninfer/ninfer/pkg/format"
+	"github.com/ninfer/ninfer/pkg/qwen35"
 )
 
 func TestNewBackend(t *testing.T) {
@@ -89,5 +95,38 @@ func TestThreadsBeyondCoresAndPool(t *testing.T) {
 			t.Errorf("--threads %d: note %q, want one containing %q", c.threads, note, c.note)
 		}
 		be.Close()
+	}
+}
+
+// OpenWeights (ninfer-run, ninfer-bench) refuses an artifact whose config no
+// longer describes its tensors, before any payload is touched.
+func TestOpenWeightsChecksConfig(t *testing.T) {
+	cfg := qwen35.Config{
+		VocabSize: 512, HiddenSize: 64, NumHiddenLayers: 1, IntermediateSize: 128,
+		NumAttentionHeads: 2, NumKeyValueHeads: 1, HeadDim: 32, LinearConvKernelDim: 4,
+		LinearKeyHeadDim: 16, LinearValueHeadDim: 16, LinearNumKeyHeads: 2, LinearNumValueHeads: 2,
+		LayerTypes: []string{qwen35.FullAttention}, RMSNormEps: 1e-6, RopeTheta: 1e7,
+		PartialRotaryFactor: 0.25, AttnOutputGate: true, TieWordEmbeddings: true,
+	}
+	p := artifact.NewPlan(artifact.Meta{Name: "tiny", Config: cfg})
+	for _, tn := range cfg.Tensors() {
+		if err := p.AddTensor(tn.Name, tn.Component, format.BF16, tn.Shape); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "m.ninfer")
+	if err := artifact.WriteSparse(path, p); err != nil {
+		t.Fatal(err)
+	}
+	w, err := OpenWeights(path)
+	if err != nil {
+		t.Fatalf("intact artifact: %v", err)
+	}
+	w.Close()
+	b, _ := os.ReadFile(path)
+	b = bytes.Replace(b, []byte(`"vocab_size":512`), []byte(`"vocab_size":612`), 1)
+	os.WriteFile(path, b, 0o644)
+	if _, err := OpenWeights(path); err == nil || !strings.Contains(err.Error(), "directory sha256 mismatch") {
+		t.Errorf("vocab_size edited: %v", err)
 	}
 }

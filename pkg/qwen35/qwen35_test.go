@@ -1,6 +1,9 @@
 package qwen35
 
 import (
+	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -156,8 +159,18 @@ func TestParseErrors(t *testing.T) {
 		{func(s string) string {
 			return strings.Replace(s, `"hidden_size":4096,`, `"hidden_size":4096,"layer_types":["full_attention"],`, 1)
 		}, "layer_types has 1 entries"},
-		{func(s string) string { return strings.Replace(s, `"vocab_size":248320,`, "", 1) }, "vocab_size must be positive"},
+		{func(s string) string { return strings.Replace(s, `"vocab_size":248320,`, `"vocab_size":0,`, 1) }, "vocab_size must be positive"},
+		{func(s string) string {
+			return strings.Replace(s, `"vocab_size":248320,`, `"full_attention_interval":0,`, 1)
+		}, "full_attention_interval must be positive"},
+		{func(s string) string {
+			return strings.Replace(s, `"rope_theta":10000000,`, `"rope_parameters":{"rope_type":"yarn"},`, 1)
+		}, `unsupported rope_type "yarn"`},
 		{func(s string) string { return s[:40] }, "config.json"},
+		{func(s string) string { return strings.Replace(s, `"head_dim":256`, `"head_dim":null`, 1) }, "config.json: head_dim is null"},
+		{func(s string) string {
+			return strings.Replace(s, `"rope_theta":10000000,`, `"rope_parameters":{"rope_theta":null},`, 1)
+		}, "config.json: rope_parameters.rope_theta is null"},
 	}
 	for _, c := range cases {
 		_, _, err := ParseHFConfig([]byte(c.edit(cfg9B)))
@@ -176,5 +189,152 @@ func TestTiedHasNoOutputHead(t *testing.T) {
 		if tn.Name == NameOutputHead {
 			t.Fatal("tied config lists text/output_head")
 		}
+	}
+}
+
+// minimal is a text-only config.json that gives only what the tests below
+// vary plus the dimensions of a tiny model; everything else is defaulted.
+func minimal(extra string) string {
+	return `{"architectures":["Qwen3_5ForCausalLM"],"vocab_size":512,"hidden_size":64,"num_hidden_layers":4,` +
+		`"intermediate_size":128,"num_attention_heads":2,"num_key_value_heads":1,"linear_key_head_dim":16,` +
+		`"linear_value_head_dim":16,"linear_num_key_heads":2,"linear_num_value_heads":2,"rms_norm_eps":1e-6,` +
+		`"tie_word_embeddings":true,"max_position_embeddings":4096,"mtp_num_hidden_layers":0` + extra + `}`
+}
+
+// TestParseDefaults pins the defaults to transformers' Qwen3_5TextConfig
+// (transformers 5.24.0: configuration_qwen3_5.py, and
+// modeling_rope_utils.convert_rope_params_to_dict for RoPE); the expected
+// values were checked against Qwen3_5TextConfig(**config) in Python.
+func TestParseDefaults(t *testing.T) {
+	interval4 := []string{LinearAttention, LinearAttention, LinearAttention, FullAttention}
+	cases := []struct {
+		name       string
+		cfg        string
+		theta, prf float64
+		headDim    int
+		defaulted  []Default
+	}{
+		{"no rope_parameters, no head_dim", minimal(""), 10000, 0.25, 256, []Default{
+			{"head_dim", 256}, {"linear_conv_kernel_dim", 4}, {"full_attention_interval", 4}, {"layer_types", interval4},
+			{"rope_theta", 10000.0}, {"partial_rotary_factor", 0.25}}},
+		{"rope_parameters without partial_rotary_factor", minimal(`,"head_dim":32,"linear_conv_kernel_dim":4,"layer_types":["linear_attention","linear_attention","linear_attention","full_attention"],"rope_parameters":{"rope_type":"default","rope_theta":1e7}`),
+			1e7, 0.25, 32, []Default{{"partial_rotary_factor", 0.25}}},
+		{"rope_parameters without rope_theta", minimal(`,"head_dim":32,"full_attention_interval":2,"rope_parameters":{"rope_type":"default","partial_rotary_factor":0.5}`),
+			10000, 0.5, 32, []Default{{"linear_conv_kernel_dim", 4}, {"layer_types", []string{LinearAttention, FullAttention, LinearAttention, FullAttention}}, {"rope_theta", 10000.0}}},
+		{"top-level rope members fill rope_parameters", minimal(`,"head_dim":32,"linear_conv_kernel_dim":4,"full_attention_interval":4,"rope_parameters":{"rope_type":"default"},"rope_theta":5e6,"partial_rotary_factor":0.5`),
+			5e6, 0.5, 32, []Default{{"layer_types", interval4}}},
+		{"rope_parameters wins over top level", minimal(`,"head_dim":32,"linear_conv_kernel_dim":4,"full_attention_interval":4,"rope_parameters":{"type":"default","rope_theta":1e6,"partial_rotary_factor":0.25},"rope_theta":5e6`),
+			1e6, 0.25, 32, []Default{{"layer_types", interval4}}},
+		{"rope_scaling replaces rope_parameters", minimal(`,"head_dim":32,"linear_conv_kernel_dim":4,"full_attention_interval":4,"rope_parameters":{"rope_theta":1e6,"partial_rotary_factor":0.5},"rope_scaling":{"rope_type":"default","rope_theta":3e6}`),
+			3e6, 0.25, 32, []Default{{"layer_types", interval4}, {"partial_rotary_factor", 0.25}}},
+		{"null rope_parameters counts as absent", minimal(`,"head_dim":32,"linear_conv_kernel_dim":4,"layer_types":null,"rope_parameters":null,"rope_theta":1e7,"partial_rotary_factor":0.25`),
+			1e7, 0.25, 32, []Default{{"full_attention_interval", 4}, {"layer_types", interval4}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _, defs, err := ParseHFConfigDefaults([]byte(tc.cfg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.RopeTheta != tc.theta || c.PartialRotaryFactor != tc.prf || c.HeadDim != tc.headDim {
+				t.Errorf("rope θ %g, partial_rotary_factor %g, head_dim %d; want %g, %g, %d", c.RopeTheta, c.PartialRotaryFactor, c.HeadDim, tc.theta, tc.prf, tc.headDim)
+			}
+			if !reflect.DeepEqual(defs, tc.defaulted) {
+				t.Errorf("defaulted %v\nwant      %v", defs, tc.defaulted)
+			}
+			// Every reported default is the value the config holds.
+			for _, d := range defs {
+				if d.Field == "full_attention_interval" {
+					continue
+				}
+				if got := fieldOf(t, c, d.Field); !reflect.DeepEqual(got, d.Value) {
+					t.Errorf("default %s=%v, but the config holds %v", d.Field, d.Value, got)
+				}
+			}
+		})
+	}
+}
+
+// fieldOf returns the value of the Config field with the given JSON name.
+func fieldOf(t *testing.T, c Config, name string) any {
+	t.Helper()
+	v := reflect.ValueOf(c)
+	for i := 0; i < v.NumField(); i++ {
+		if tag, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ","); tag == name {
+			return v.Field(i).Interface()
+		}
+	}
+	t.Fatalf("Config has no field %q", name)
+	return nil
+}
+
+// TestParseAllDefaults: an empty text config takes every class default —
+// the 9B shape, θ 10000 (not the checkpoints' 1e7) and head_dim 256 — and
+// reports every field.
+func TestParseAllDefaults(t *testing.T) {
+	c, _, defs, err := ParseHFConfigDefaults([]byte(`{"architectures":["Qwen3_5ForCausalLM"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{
+		VocabSize: 248320, HiddenSize: 4096, NumHiddenLayers: 32, IntermediateSize: 12288,
+		NumAttentionHeads: 16, NumKeyValueHeads: 4, HeadDim: 256, LinearConvKernelDim: 4,
+		LinearKeyHeadDim: 128, LinearValueHeadDim: 128, LinearNumKeyHeads: 16, LinearNumValueHeads: 32,
+		LayerTypes: c.LayerTypes, RMSNormEps: 1e-6, RopeTheta: 10000, PartialRotaryFactor: 0.25,
+		MaxPositionEmbeddings: 32768, AttnOutputGate: true,
+	}
+	if !reflect.DeepEqual(c, want) || len(c.FullLayers()) != 8 || c.FullLayers()[0] != 3 {
+		t.Errorf("config %+v\nwant   %+v", c, want)
+	}
+	var fields []string
+	for _, d := range defs {
+		fields = append(fields, d.Field)
+	}
+	wantFields := "vocab_size hidden_size num_hidden_layers intermediate_size num_attention_heads num_key_value_heads head_dim " +
+		"linear_conv_kernel_dim linear_key_head_dim linear_value_head_dim linear_num_key_heads linear_num_value_heads " +
+		"full_attention_interval layer_types rms_norm_eps rope_theta partial_rotary_factor tie_word_embeddings " +
+		"max_position_embeddings mtp_num_hidden_layers"
+	if got := strings.Join(fields, " "); got != wantFields {
+		t.Errorf("defaulted fields\n%s\nwant\n%s", got, wantFields)
+	}
+	if got := FormatDefaults(defs[5:8]); got != "num_key_value_heads=4, head_dim=256, linear_conv_kernel_dim=4" {
+		t.Errorf("FormatDefaults = %q", got)
+	}
+	if got := defs[13].String(); got != "layer_types=[linear_attention, linear_attention, … 32 entries]" {
+		t.Errorf("layer_types default renders as %q", got)
+	}
+	if got := DefaultsMap(defs)["rope_theta"]; got != 10000.0 {
+		t.Errorf("DefaultsMap rope_theta = %v", got)
+	}
+}
+
+// TestGoldenConfigsNeedNoDefaults: the committed golden checkpoints (saved
+// by transformers) spell out every field, so nothing is defaulted.
+func TestGoldenConfigsNeedNoDefaults(t *testing.T) {
+	paths, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "golden", "*", "config.json"))
+	if len(paths) == 0 {
+		t.Skip("no golden configs")
+	}
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, defs, err := ParseHFConfigDefaults(b)
+		if err != nil || len(defs) != 0 {
+			t.Errorf("%s: defaulted %v, err %v", p, defs, err)
+		}
+	}
+}
+
+// TestParse27BDefaults: the reference 27B config derives layer_types from
+// its full_attention_interval and defaults nothing else.
+func TestParse27BDefaults(t *testing.T) {
+	_, _, defs, err := ParseHFConfigDefaults([]byte(cfg27B))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(defs) != 1 || defs[0].Field != "layer_types" {
+		t.Errorf("27B defaulted %v, want only layer_types", defs)
 	}
 }
