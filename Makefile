@@ -13,7 +13,7 @@ help:
 	@echo "make install    go install ./cmd/..."
 	@echo "make test       gofmt check, go vet, go test (the CI command)"
 	@echo "make testmodel  generate the tiny random Qwen3.5 model and convert it ($(BUILD)/tiny.ninfer)"
-	@echo "make demo       main job: bench | report on the tiny model, CPU backend"
+	@echo "make demo       main job: bench | report (plain, MTP, two recipes) and a continuation on the default model, CPU backend"
 	@echo "make bench      Go benchmarks (see docs/PERF.md)"
 	@echo "make fuzz       run the fuzz targets (FUZZTIME=10m each)"
 	@echo "make cuda       every tool with the CUDA backend into $(BIN)/ (CUDA_HOME, or the pinned PyPI CUDA 13.0 in $(BUILD)/cuda)"
@@ -47,8 +47,14 @@ $(BUILD)/tiny.ninfer: $(BUILD)/tiny-hf/config.json
 
 testmodel: $(BUILD)/tiny.ninfer
 
-demo: build $(BUILD)/tiny.ninfer
-	./scripts/demo.sh $(BIN) $(BUILD)
+# The default model: the committed HF directory, converted with two recipes.
+DEFAULT_MODEL ?= models/tiny-shakespeare
+$(BUILD)/shakespeare-%.ninfer: $(DEFAULT_MODEL)/model.safetensors $(DEFAULT_MODEL)/config.json
+	@mkdir -p $(BUILD)
+	$(GO) run ./cmd/ninfer-convert --recipe $* --name tiny-shakespeare $(DEFAULT_MODEL) $@
+
+demo: build $(BUILD)/shakespeare-q8.ninfer $(BUILD)/shakespeare-groupwise-int.ninfer
+	./scripts/demo.sh $(BIN) $(BUILD) $(DEFAULT_MODEL)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2x ./pkg/...

@@ -101,6 +101,14 @@ CONFIGS = [
         linear_num_key_heads=1, linear_num_value_heads=3, linear_key_head_dim=24, linear_value_head_dim=24,
         tie_word_embeddings=False, seq_len=136, keep_rows=16,
     ),
+    dict(
+        name="d_trained_shakespeare",
+        description="the trained default model models/tiny-shakespeare (4 layers [lin,lin,lin,full], tied, "
+        "vocab 4096, MTP head trained jointly) on held-out play text (its bench corpus); 64-token greedy "
+        "continuation; last 16 positions stored",
+        trained="models/tiny-shakespeare", ids_file="models/tiny-shakespeare/bench_corpus.ids",
+        seed=0, seq_len=136, keep_rows=16, gen_tokens=64,
+    ),
 ]
 
 
@@ -248,7 +256,15 @@ def mtp_shapes(cfg):
 
 
 def build(spec):
-    """Returns (model, mtp tensors dict) for a spec, deterministic in spec['seed']."""
+    """Returns (model, mtp tensors dict) for a spec, deterministic in spec['seed'] (a trained spec:
+    the committed HF directory, main model and mtp.* tensors)."""
+    if spec.get("trained"):
+        from safetensors.torch import load_file
+        d = spec["trained"]
+        model = Qwen3_5ForCausalLM.from_pretrained(d, attn_implementation="eager", dtype=torch.float32).eval()
+        mtp = {k: v for k, v in load_file(os.path.join(d, "model.safetensors")).items() if k.startswith("mtp.")}
+        require(set(mtp) == set(mtp_shapes(model.config)), f"{spec['name']}: mtp tensors {sorted(mtp)}")
+        return model, mtp
     torch.manual_seed(spec["seed"])
     cfg = make_config(spec)
     model = Qwen3_5ForCausalLM(cfg).to(torch.float32).eval()
@@ -452,12 +468,21 @@ def make_case(spec, outdir):
     cfg = model.config
     V, T = cfg.vocab_size, spec["seq_len"]
 
-    # Fixed random ids; try further id seeds until the greedy path is far from argmax ties.
+    gen = spec.get("gen_tokens", GEN_TOKENS)
+    corpus = None
+    if spec.get("ids_file"):
+        corpus = [int(x) for x in open(spec["ids_file"]).read().split()]
+    # Fixed random ids (a trained spec: consecutive windows of its held-out corpus); try further
+    # seeds / windows until the greedy path is far from argmax ties.
     for attempt in range(20):
         ids_seed = spec["seed"] * 100 + attempt
-        g = torch.Generator().manual_seed(ids_seed)
-        ids = [int(x) for x in torch.randint(0, V, (T,), generator=g)]
-        cont, cont_rows = greedy_recompute(model, ids, GEN_TOKENS)
+        if corpus is not None:
+            ids = corpus[attempt * T:(attempt + 1) * T]  # ids_seed = the window index
+            require(len(ids) == T, f"{name}: {spec['ids_file']} holds fewer than {(attempt + 1) * T} ids")
+        else:
+            g = torch.Generator().manual_seed(ids_seed)
+            ids = [int(x) for x in torch.randint(0, V, (T,), generator=g)]
+        cont, cont_rows = greedy_recompute(model, ids, gen)
         margin = top2_margin(cont_rows)
         if margin >= MIN_MARGIN and len(set(cont)) >= MIN_DISTINCT:
             break
@@ -472,12 +497,12 @@ def make_case(spec, outdir):
     require(chunk_calls.get("torch_chunk_gated_delta_rule", 0) == cfg.layer_types.count(LIN),
             f"{name}: full forward did not use the chunked rule once per linear layer: {chunk_calls}")
 
-    cached, cached_rows, cached_calls = greedy_cached(model, ids, GEN_TOKENS)
+    cached, cached_rows, cached_calls = greedy_cached(model, ids, gen)
     n_lin = cfg.layer_types.count(LIN)
     for fn in ("torch_recurrent_gated_delta_rule", "causal_conv1d_update"):
-        require(cached_calls.get(fn, 0) == n_lin * (GEN_TOKENS - 1),
-                f"{name}: cached decode called {fn} {cached_calls.get(fn, 0)} times, want {n_lin * (GEN_TOKENS - 1)}")
-    generated = greedy_generate(model, ids, GEN_TOKENS)
+        require(cached_calls.get(fn, 0) == n_lin * (gen - 1),
+                f"{name}: cached decode called {fn} {cached_calls.get(fn, 0)} times, want {n_lin * (gen - 1)}")
+    generated = greedy_generate(model, ids, gen)
     if not (cached == cont == generated):
         raise SystemExit(f"make_golden: {name}: greedy paths disagree:\n recompute {cont}\n cached {cached}\n"
                          f" generate {generated}")
@@ -507,10 +532,16 @@ def make_case(spec, outdir):
 
     d = os.path.join(outdir, name)
     os.makedirs(d, exist_ok=True)
-    names = save_hf(d, model, mtp)
+    if spec.get("trained"):  # the case points at the committed model directory
+        hf_dir = os.path.relpath(spec["trained"], os.path.join("testdata", "golden", name))
+        hf_abs = spec["trained"]
+        names = sorted(safetensors.safe_open(os.path.join(hf_abs, "model.safetensors"), "pt").keys())
+    else:
+        hf_dir, hf_abs = ".", d
+        names = save_hf(d, model, mtp)
 
     # Reload the saved HF dir and recompute: the files alone must reproduce the logits.
-    re = Qwen3_5ForCausalLM.from_pretrained(d, attn_implementation="eager", dtype=torch.float32).eval()
+    re = Qwen3_5ForCausalLM.from_pretrained(hf_abs, attn_implementation="eager", dtype=torch.float32).eval()
     reload_diff = float((full_logits(re, ids) - logits).abs().max())
     if reload_diff > 1e-5:
         raise SystemExit(f"make_golden: {name}: reloaded HF dir differs by {reload_diff}")
@@ -537,7 +568,7 @@ def make_case(spec, outdir):
         versions=versions(),
         model_seed=spec["seed"],
         ids_seed=ids_seed,
-        hf_dir=".",
+        hf_dir=hf_dir,
         architecture="Qwen3_5ForCausalLM",
         vocab_size=V,
         num_hidden_layers=cfg.num_hidden_layers,

@@ -119,10 +119,12 @@ def batch(data: np.ndarray, step: int, n: int, seed: int) -> torch.Tensor:
     return torch.from_numpy(np.stack([data[s:s + SEQ].astype(np.int64) for s in starts]))
 
 
-def lr_at(step: int, steps: int) -> float:
+def lr_at(step: int, steps: int, frac_time: float = 0.0) -> float:
+    """Warm-up, then a cosine decay to 10 % over whichever runs out first: the planned steps or
+    the wall-time budget (frac_time = wall / budget), so a busy machine still ends annealed."""
     if step < WARMUP:
         return LR * (step + 1) / WARMUP
-    p = min(1.0, (step - WARMUP) / max(1, steps - WARMUP))
+    p = min(1.0, max((step - WARMUP) / max(1, steps - WARMUP), frac_time))
     return LR * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * p)))
 
 
@@ -227,10 +229,12 @@ def main():
         signal.signal(s, lambda *_: stop.__setitem__("now", True))
     t0, wall0, steps = time.time(), ck["wall"], ck["steps"]
     model.train(), mtp.train()
+    ck["minutes"] = args.minutes
     while ck["step"] < steps and not stop["now"] and (time.time() - t0) / 60 + wall0 / 60 < args.minutes:
         step = ck["step"]
+        lr = lr_at(step, steps, (wall0 + time.time() - t0) / (60 * args.minutes))
         for g in opt.param_groups:
-            g["lr"] = lr_at(step, steps)
+            g["lr"] = lr
         main, aux = losses(model, mtp, batch(train, step, BATCH, SEED))
         loss = main + MTP_WEIGHT * aux
         opt.zero_grad(set_to_none=True)
@@ -239,7 +243,7 @@ def main():
         opt.step()
         ck["step"] = step + 1
         ck["wall"] = wall0 + time.time() - t0
-        rec = dict(step=ck["step"], loss=round(main.item(), 4), mtp_loss=round(aux.item(), 4), lr=lr_at(step, steps),
+        rec = dict(step=ck["step"], loss=round(main.item(), 4), mtp_loss=round(aux.item(), 4), lr=lr,
                    wall=round(ck["wall"], 1))
         if ck["step"] % args.eval_every == 0 or ck["step"] == steps:
             hm, ha = evaluate(model, mtp, held)
