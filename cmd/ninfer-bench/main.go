@@ -17,6 +17,7 @@ import (
 
 	"github.com/ninfer/ninfer/pkg/bench"
 	"github.com/ninfer/ninfer/pkg/cliutil"
+	"github.com/ninfer/ninfer/pkg/inspect"
 )
 
 const name = "ninfer-bench"
@@ -48,7 +49,8 @@ func (l *listValue) Set(s string) error { l.vals = append(l.vals, s); return nil
 func (l *listValue) String() string     { return strings.Join(l.vals, " ") }
 
 // longNames maps every flag spelling to the long name used in messages.
-var longNames = map[string]string{"m": "weights", "p": "n-prompt", "n": "n-gen", "pg": "prompt-gen", "r": "repetitions", "o": "output"}
+var longNames = map[string]string{"m": "weights", "p": "n-prompt", "n": "n-gen", "pg": "prompt-gen", "r": "repetitions",
+	"o": "format", "output": "format", "f": "format"}
 
 // usageMessage rewrites the flag package's parse errors in the reference's
 // words: "--n-prompt requires value", "unknown argument: -x".
@@ -82,10 +84,20 @@ Tests run in the order all pp, all tg, all pp+tg (argv order within each);
 without -p/-n/-pg the tests are pp512 and tg128. Each test runs --warmup
 discarded reps, then -r measured reps. Greedy decoding, no stop tokens.
 
-Output (stdout unless --output-file): jsonl (default) streams the JSON lines
-of docs/BENCH-LINES.md, one flushed line per rep (feed them to ninfer-report);
-json is the schema-15 document; table a markdown table; csv one row per test.
-Progress goes to stderr when it is a terminal. Ctrl-C stops after the rep in
+Flags: -p, -n, -pg, -r and -o are llama-bench's (-o is the output format,
+the same as --format; in the other ninfer tools -o is --output-file and
+-p/-n are ninfer-run's --prompt/--max-new): docs/CLI.md.
+
+Output (stdout unless --output-file): --format (-o) jsonl (default) streams
+the JSON lines of docs/BENCH-LINES.md, one flushed line per rep (feed them
+to ninfer-report); json is the schema-15 document; table (md) a markdown
+table; csv one row per test. Progress goes to stderr when it is a terminal
+(--quiet: no progress, notes or 'wrote' line).
+
+Payload hashes are not checked by the load (by design: it maps the file and
+reads what the engine binds); --verify re-hashes every payload and checks
+every tensor's values first, outside the measured load (as ninfer-inspect
+--verify), and exits 1 at the first bad object. Ctrl-C stops after the rep in
 progress, writes what was measured and exits 130; so do SIGTERM (143) and
 SIGHUP (129). A repeated signal (more than 50 ms after the first) stops at
 once: the rep in progress is lost, the finished ones are written (the
@@ -98,8 +110,9 @@ Exit status: 0 ok, 2 usage error, 1 runtime error, 128+N stopped by signal N
 Examples:
    ninfer-bench --weights build/tiny.ninfer --corpus corpus.ids -p 128 -n 32 -r 3
    ninfer-bench --weights m.ninfer --corpus c.ids -p 512 -p 2048 -n 128 -pg 2048,512 | ninfer-report --format md
-   ninfer-bench --weights m.ninfer --corpus c.ids -pg "512,128;4096,128" --kv-dtype int8 --output json --output-file out/r.json
-   ninfer-bench --weights m.ninfer --corpus c.ids --backend cpu --threads 2 --output table`,
+   ninfer-bench --weights m.ninfer --corpus c.ids -pg "512,128;4096,128" --kv-dtype int8 --format json --output-file out/r.json
+   ninfer-bench --weights m.ninfer --corpus c.ids --backend cpu --threads 2 -o md
+   ninfer-bench --weights m.ninfer --corpus c.ids --verify --spec mtp --draft-tokens 2 -n 128`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "weights", Aliases: []string{"m"}, Usage: "the .ninfer model `PATH` (required)"},
 			&cli.StringFlag{Name: "corpus", Value: bench.DefaultCorpus, Usage: "token-id corpus `PATH` (whitespace-separated ids; retried under $NINFER_SOURCE_DIR); without it and without that file, a seeded pseudo-random corpus over the model's vocabulary (noted on stderr, config.corpus_path random:...)"},
@@ -114,15 +127,17 @@ Examples:
 			&cli.StringFlag{Name: "max-ctx", Value: "auto", Usage: "max context in `TOKENS` (auto: what the largest test needs)"},
 			&cli.StringFlag{Name: "prefill-chunk", Value: "1024", Usage: "prefill chunk in `TOKENS` (multiple of 128)"},
 			&cli.StringFlag{Name: "kv-dtype", Value: bench.DefaultKVDtype, Usage: "KV cache `DTYPE`: bf16, int8 or fp8"},
-			&cli.StringFlag{Name: "spec", Usage: "speculative decoding `BACKEND`: mtp"},
+			&cli.StringFlag{Name: "spec", Value: "none", Usage: "speculative decoding `BACKEND`: none or mtp"},
 			&cli.StringFlag{Name: "draft-tokens", Usage: "MTP draft tokens `K` in [1,5] (with --spec mtp)"},
 			&cli.BoolFlag{Name: "lm-head-draft", Usage: "draft with the optimized (reduced-vocabulary) proposal head"},
 			&cli.BoolFlag{Name: "no-cuda-graph", Usage: "decode eagerly (no CUDA graphs; the CPU backend never uses them)"},
 			&cli.StringFlag{Name: "device", Value: "0", Usage: "device `ORDINAL`"},
 			&cli.StringFlag{Name: "backend", Value: "auto", Usage: "compute `BACKEND`: auto, cpu or cuda"},
 			&cli.StringFlag{Name: "threads", Value: "0", Usage: "CPU backend worker `THREADS` (0: all cores)"},
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: bench.OutputJSONL, Usage: "output `FORMAT`: jsonl, json, table (alias md) or csv"},
+			&cli.StringFlag{Name: "format", Aliases: []string{"f", "output", "o"}, Value: bench.OutputJSONL, Usage: "output `FORMAT`: jsonl, json, table (alias md) or csv (-o/--output: llama-bench's spelling)"},
 			&cli.StringFlag{Name: "output-file", Usage: "write the output to `PATH` (atomically, parents created) instead of stdout"},
+			&cli.BoolFlag{Name: "verify", Usage: "before loading, re-hash every payload and check every tensor's values (as ninfer-inspect --verify; not timed)"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress, notes or 'wrote' line on stderr (errors and warnings only)"},
 		},
 		Action: func(c *cli.Context) error { return action(ctx, c, stdout, stderr, env) },
 	}
@@ -158,7 +173,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env bench
 // wantsHelp reports whether -h/--help appears as an argument (not as the
 // value of a flag), scanning left to right like the reference.
 func wantsHelp(args []string) bool {
-	boolFlags := map[string]bool{"lm-head-draft": true, "no-cuda-graph": true}
+	boolFlags := map[string]bool{"lm-head-draft": true, "no-cuda-graph": true, "verify": true, "quiet": true, "q": true}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" || !strings.HasPrefix(a, "-") {
@@ -231,8 +246,8 @@ func params(c *cli.Context) (bench.Params, error) {
 	if p.KVDtype, err = bench.ParseKVDtype(c.String("kv-dtype")); err != nil {
 		return p, cliutil.UsageError{Err: err}
 	}
-	if c.IsSet("spec") {
-		if p.Spec, err = bench.ParseSpec(c.String("spec")); err != nil {
+	if v := c.String("spec"); v != bench.SpecNone {
+		if p.Spec, err = bench.ParseSpec(v); err != nil {
 			return p, cliutil.UsageError{Err: err}
 		}
 	}
@@ -241,7 +256,7 @@ func params(c *cli.Context) (bench.Params, error) {
 	if p.Backend, err = bench.ParseBackend(c.String("backend")); err != nil {
 		return p, cliutil.UsageError{Err: err}
 	}
-	if p.Output, err = bench.ParseOutput(c.String("output")); err != nil {
+	if p.Output, err = bench.ParseOutput(c.String("format")); err != nil {
 		return p, cliutil.UsageError{Err: err}
 	}
 	p.OutputFile = c.String("output-file")
@@ -249,7 +264,9 @@ func params(c *cli.Context) (bench.Params, error) {
 		return p, err
 	}
 	if err := p.Validate(); err != nil {
-		return p, cliutil.UsageError{Err: err}
+		// pkg/bench words it as the reference does, naming its
+		// dflash/dflash2 backends, which ninfer does not offer.
+		return p, cliutil.Usagef("%s", strings.Replace(err.Error(), "--spec mtp|dflash|dflash2", "--spec mtp", 1))
 	}
 	return p, nil
 }
@@ -259,13 +276,31 @@ func action(ctx context.Context, c *cli.Context, stdout, stderr io.Writer, env b
 	if err != nil {
 		return err
 	}
+	quiet := c.Bool("quiet")
+	if quiet {
+		env.Progress = nil
+	}
+	if c.Bool("verify") {
+		// Before the run: the measured load stays what a run without
+		// --verify does.
+		vr, err := inspect.VerifyFile(p.Weights)
+		if err != nil {
+			return fmt.Errorf("--verify: %w", err)
+		}
+		if !quiet {
+			fmt.Fprintf(stderr, "%s: %s\n", name, inspect.VerifySummary(p.Weights, vr))
+		}
+	}
 	out := newOutput(p, stdout, stderr)
+	out.quiet = quiet
 	// A repeated stopping signal writes what is finished at once, from the
 	// signal handler, while the rep in progress (maybe a long one) runs on.
 	defer cliutil.OnHardStop(ctx, func() { out.hardStop(cliutil.StopCause(ctx), statusWriter(stderr)) })()
 	res, runErr := bench.Run(ctx, p, env, out)
 	for _, n := range res.Notes {
-		fmt.Fprintf(stderr, "%s: note: %s\n", name, n)
+		if !quiet {
+			fmt.Fprintf(stderr, "%s: note: %s\n", name, n)
+		}
 	}
 	if runErr != nil && !errors.Is(runErr, bench.ErrInterrupted) {
 		return runErr

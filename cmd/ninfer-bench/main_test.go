@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ninfer/ninfer/internal/testfixture"
+	"github.com/ninfer/ninfer/pkg/artifact"
 	"github.com/ninfer/ninfer/pkg/bench"
 	"github.com/ninfer/ninfer/pkg/benchfmt"
 	"github.com/ninfer/ninfer/pkg/report"
@@ -86,14 +87,21 @@ func TestUsageErrors(t *testing.T) {
 		{append(w, "--kv-dtype", "fp16"), "invalid kv-dtype: fp16 (want bf16, int8 or fp8)"},
 		{append(w, "--spec", "eagle"), "invalid speculative backend: eagle"},
 		{append(w, "--draft-tokens", "0"), "invalid draft-tokens: 0"},
-		{append(w, "--draft-tokens", "2"), "--draft-tokens and --lm-head-draft require --spec mtp|dflash|dflash2"},
-		{append(w, "--lm-head-draft"), "--draft-tokens and --lm-head-draft require --spec mtp|dflash|dflash2"},
+		// not the reference's "--spec mtp|dflash|dflash2": ninfer offers none of those
+		{append(w, "--draft-tokens", "2"), "--draft-tokens and --lm-head-draft require --spec mtp"},
+		{append(w, "--lm-head-draft"), "--draft-tokens and --lm-head-draft require --spec mtp"},
+		{append(w, "--spec", "none", "--draft-tokens", "2"), "--draft-tokens and --lm-head-draft require --spec mtp"},
+		{append(w, "--spec", "dflash"), "invalid speculative backend: dflash (ninfer implements mtp only)"},
 		{append(w, "--spec", "mtp"), "--spec mtp requires --draft-tokens in [1,5]"},
 		{append(w, "--spec", "mtp", "--draft-tokens", "6"), "--spec mtp requires --draft-tokens in [1,5]"},
 		{append(w, "--device", "-1"), "invalid device: -1"},
 		{append(w, "--threads", "many"), "invalid threads: many"},
 		{append(w, "--backend", "metal"), "invalid backend: metal (want auto, cpu or cuda)"},
 		{append(w, "--output", "xml"), "invalid output format: xml (want jsonl, json, table (md) or csv)"},
+		{append(w, "--format", "xml"), "invalid output format: xml (want jsonl, json, table (md) or csv)"},
+		{append(w, "-f", "xml"), "invalid output format: xml (want jsonl, json, table (md) or csv)"},
+		{append(w, "-f"), "--format requires value"},
+		{append(w, "-o"), "--format requires value"},
 		{append(w, "--bogus"), "unknown argument: --bogus"},
 		{append(w, "-x"), "unknown argument: -x"},
 		// checked before the benchmark runs, not after
@@ -292,5 +300,64 @@ func TestInterruptedDocumentToFile(t *testing.T) {
 	d, err := benchfmt.DecodeDocument(data)
 	if err != nil || len(d.Tests) != 0 || d.Config.Repetitions != 5 {
 		t.Errorf("partial document: %v, %d tests, %+v", err, len(d.Tests), d.Config)
+	}
+}
+
+// --spec none is accepted (as in ninfer-run and ninfer-plan) and is the
+// default; --format, -f, --output and -o are one flag.
+func TestSpecNoneAndFormatSpellings(t *testing.T) {
+	model, corpusPath := fixture(t)
+	base := []string{"--weights", model, "--corpus", corpusPath, "--backend", "cpu", "-n", "2", "-r", "1", "--warmup", "0"}
+	for _, extra := range [][]string{{"--format", "table"}, {"-f", "md"}, {"--output", "table", "--spec", "none"}, {"-o", "md"}} {
+		code, stdout, stderr := runCmd(t, context.Background(), append(base, extra...)...)
+		if code != 0 || !strings.Contains(stdout, "| tiny-hf | cpu") {
+			t.Fatalf("%q: exit %d, stdout %q, stderr %q", extra, code, stdout, stderr)
+		}
+	}
+	if code, stdout, _ := runCmd(t, context.Background(), append(base, "--spec", "none")...); code != 0 || !strings.Contains(stdout, `"speculative_backend":"none"`) {
+		t.Errorf("--spec none: exit %d, stdout %q", code, stdout)
+	}
+}
+
+// --verify checks the payload hashes before the run (exit 1 naming the
+// object); --quiet leaves only errors and warnings on stderr.
+func TestVerifyAndQuiet(t *testing.T) {
+	model, corpusPath := fixture(t)
+	data, err := os.ReadFile(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := artifact.Open(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, _ := f.Object("text/layers/1/mlp/down_proj")
+	data[f.PayloadStart+o.Offset+3] ^= 0x20
+	f.Close()
+	bad := filepath.Join(t.TempDir(), "bad.ninfer")
+	if err := os.WriteFile(bad, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--corpus", corpusPath, "--backend", "cpu", "-n", "2", "-r", "1", "--warmup", "0"}
+	code, stdout, stderr := runCmd(t, context.Background(), append([]string{"--weights", bad, "--verify"}, args...)...)
+	if code != 1 || stdout != "" || !strings.HasPrefix(stderr, "ninfer-bench: --verify: ") ||
+		!strings.Contains(stderr, `"text/layers/1/mlp/down_proj"`) || !strings.Contains(stderr, "sha256 mismatch") {
+		t.Fatalf("--verify of a changed payload: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	code, _, stderr = runCmd(t, context.Background(), append([]string{"--weights", model, "--verify"}, args...)...)
+	if code != 0 || !strings.Contains(stderr, "ninfer-bench: verified "+model+": directory sha256, ") {
+		t.Fatalf("--verify of the fixture: exit %d, stderr %q", code, stderr)
+	}
+	// Without --corpus the random-corpus note is printed; --quiet drops it,
+	// the verified line and the wrote line.
+	path := filepath.Join(t.TempDir(), "out.jsonl")
+	quiet := []string{"--weights", model, "--backend", "cpu", "-n", "2", "-r", "1", "--warmup", "0", "--verify", "--output-file", path}
+	code, _, stderr = runCmd(t, context.Background(), quiet...)
+	if code != 0 || !strings.Contains(stderr, "note: ") || !strings.Contains(stderr, "wrote ") {
+		t.Fatalf("without --quiet: exit %d, stderr %q", code, stderr)
+	}
+	code, _, stderr = runCmd(t, context.Background(), append(quiet, "-q")...)
+	if code != 0 || stderr != "" {
+		t.Fatalf("--quiet: exit %d, stderr %q; want nothing", code, stderr)
 	}
 }

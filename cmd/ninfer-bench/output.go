@@ -21,6 +21,7 @@ import (
 type output struct {
 	mu      sync.Mutex
 	written bool // finish ran: nothing more goes out
+	quiet   bool // --quiet: no 'wrote' line
 	format  string
 	path    string // --output-file; "" = stdout
 	stdout  io.Writer
@@ -112,7 +113,7 @@ func (o *output) finishLocked() (bool, error) {
 		}
 		out, warnings, err := o.collect.Render(o.format)
 		if err != nil {
-			return true, fmt.Errorf("--output %s: %w", o.format, err)
+			return true, fmt.Errorf("--format %s: %w", o.format, err)
 		}
 		for _, w := range warnings {
 			fmt.Fprintf(o.stderr, "%s: warning: %s\n", name, w)
@@ -131,7 +132,9 @@ func (o *output) finishLocked() (bool, error) {
 	if err := cliutil.WriteFileAtomic(o.path, data); err != nil {
 		return true, fmt.Errorf("--output-file %s: %w", o.path, err)
 	}
-	fmt.Fprintf(o.stderr, "%s: wrote %s\n", name, o.path)
+	if !o.quiet {
+		fmt.Fprintf(o.stderr, "%s: wrote %s\n", name, o.path)
+	}
 	return true, nil
 }
 

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -25,7 +26,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 	app := &cli.App{
 		Name:      "ninfer-inspect",
 		Usage:     "describe a .ninfer artifact",
-		UsageText: "ninfer-inspect [--json] [--verify] [--summary] FILE.ninfer",
+		UsageText: "ninfer-inspect [--format text|json] [--verify] [--summary] [--output-file PATH] FILE.ninfer",
 		Description: `Reads only the header and directory (fast on multi-GB files) and prints a
 summary (identity, architecture, key dims, formats, object counts, bytes per
 component and per format, prefill_signature) and the object table.
@@ -41,23 +42,65 @@ The summary lists the config fields the converter defaulted because
 config.json left them out ("config defaults"; JSON config_defaults: null
 when the artifact does not record them).
 Legacy v2 containers are shown too (no config or signature).
+--format json (or --json) prints the summary and the objects as one JSON
+document (with --verify, its "verify" report); --output-file PATH writes the
+output to PATH (atomically, parents created) instead of stdout. The --verify
+line goes to stderr (--quiet: errors only).
+
+ninfer-run and ninfer-bench never re-hash the payloads unless given --verify
+(the load stays a mapping); this is the check to run when a model produces
+non-finite logits.
 
 Exit status: 0 ok, 2 usage error, 1 runtime error (including a --verify failure).
 
 Examples:
   ninfer-inspect model.ninfer
-  ninfer-inspect --json model.ninfer | jq '.objects[] | select(.format=="q4_g64_fp16") | .id'
-  ninfer-inspect --verify --summary model.ninfer`,
+  ninfer-inspect --format json model.ninfer | jq '.objects[] | select(.format=="q4_g64_fp16") | .id'
+  ninfer-inspect --verify --summary model.ninfer
+  ninfer-inspect --format json --verify --output-file out/model.json model.ninfer`,
 		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "json", Usage: "print the summary and objects as JSON"},
+			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "text", Usage: "output `FORMAT`: text or json"},
+			&cli.BoolFlag{Name: "json", Usage: "shorthand for --format json"},
 			&cli.BoolFlag{Name: "verify", Usage: "read every payload: check hashes and values"},
 			&cli.BoolFlag{Name: "summary", Usage: "omit the object table (text output)"},
+			&cli.StringFlag{Name: "output-file", Aliases: []string{"o"}, Usage: "write the output to `PATH` (atomically, parents created) instead of stdout"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no --verify or 'wrote' line on stderr (errors only)"},
 		},
 		Action: func(c *cli.Context) error {
 			if err := cliutil.Args(c, 1, 1, "one FILE.ninfer"); err != nil {
 				return err
 			}
-			return inspectFile(c.Args().First(), c.Bool("json"), c.Bool("verify"), !c.Bool("summary"), c.App.Writer, c.App.ErrWriter)
+			format := c.String("format")
+			if c.Bool("json") {
+				if c.IsSet("format") && format != "json" {
+					return cliutil.Usagef("--json is --format json; it contradicts --format %s", format)
+				}
+				format = "json"
+			}
+			if format != "text" && format != "json" {
+				return cliutil.Usagef("--format %q: want text or json", format)
+			}
+			path := c.String("output-file")
+			if err := cliutil.CheckOutputFile("--output-file", path, "--format %s"); err != nil {
+				return err
+			}
+			stderr := c.App.ErrWriter
+			if c.Bool("quiet") {
+				stderr = io.Discard
+			}
+			var out bytes.Buffer
+			if err := inspectFile(c.Args().First(), format == "json", c.Bool("verify"), !c.Bool("summary"), &out, stderr); err != nil {
+				return err
+			}
+			if path == "" {
+				_, err := c.App.Writer.Write(out.Bytes())
+				return err
+			}
+			if err := cliutil.WriteFileAtomic(path, out.Bytes()); err != nil {
+				return fmt.Errorf("--output-file: %w", err)
+			}
+			fmt.Fprintf(stderr, "ninfer-inspect: wrote %s\n", path)
+			return nil
 		},
 	}
 	return cliutil.Prepare(app, stdout, stderr)
@@ -100,17 +143,7 @@ func inspectFile(path string, asJSON, verify, table bool, stdout, stderr io.Writ
 		return err
 	}
 	if vr != nil {
-		fmt.Fprintln(stderr, verifyLine(path, vr))
+		fmt.Fprintln(stderr, "ninfer-inspect: "+inspect.VerifySummary(path, *vr))
 	}
 	return nil
-}
-
-// verifyLine is the one-line --verify outcome; it says when the directory
-// is not covered (an artifact without metadata.directory_sha256).
-func verifyLine(path string, vr *inspect.VerifyReport) string {
-	counts := fmt.Sprintf("%d objects, %d hashes, %d tensors valid", vr.Objects, vr.HashesChecked, vr.TensorsChecked)
-	if vr.DirectoryChecked {
-		return fmt.Sprintf("ninfer-inspect: verified %s: directory sha256, %s", path, counts)
-	}
-	return fmt.Sprintf("ninfer-inspect: verified %s: %s; the directory is NOT covered (no metadata.directory_sha256: written before ninfer recorded one; convert again to cover it)", path, counts)
 }

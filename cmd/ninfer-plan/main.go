@@ -47,6 +47,16 @@ rest: by default the smaller of 1 GiB and A/4 (1 GiB from A = 4 GiB up, as
 the reference; a quarter of a smaller budget). --headroom SIZE sets it;
 --headroom 0 keeps none.
 
+--backend: cuda (the default: a plan is for a device), cpu (no graphs, no
+runtime overhead), or auto: cuda when this machine has an NVIDIA GPU that
+nvidia-smi reports (device --device), else cpu, which is what --backend
+auto of a CUDA build of ninfer-run and ninfer-bench picks here; the choice
+and its reason are noted on stderr.
+
+Output: --format table (the default; alias md) or json (or --json: the
+schema-15 memory object); --output-file PATH writes it to PATH (atomically)
+instead of stdout.
+
 Sizes take B, KB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB.
 Known GPUs: ` + strings.Join(gpu.Names(), ", ") + `.
 Recipes: ` + strings.Join(recipe.Names(), ", ") + `.
@@ -55,7 +65,8 @@ Exit status: 0 ok, 2 usage error, 1 runtime error (including a plan that does no
 
 Examples:
   ninfer-plan --weights model.ninfer --gpu rtx-4090 --max-ctx 32768 --kv-dtype int8
-  ninfer-plan --weights model.ninfer --device-memory 24GiB --spec mtp --draft-tokens 2 --json
+  ninfer-plan --weights model.ninfer --device-memory 24GiB --spec mtp --draft-tokens 2 --format json
+  ninfer-plan --weights model.ninfer --backend auto --gpu local --max-ctx 8192
   ninfer-plan --config config.json --recipe groupwise-int --gpu h200 --kv-capacity auto
   ninfer-plan --config config.json --backend cpu --available 8GiB --max-ctx 4096
   ninfer-plan --config config.json --backend cpu --available 512MiB --headroom 0`,
@@ -74,7 +85,7 @@ Examples:
 			&cli.StringFlag{Name: "gpu", Usage: "take the device total of a known GPU `NAME` (e.g. h200, rtx-4090), or of this machine's GPU with \"local\" (nvidia-smi)"},
 			&cli.StringFlag{Name: "available", Usage: "memory `SIZE` available after the weights (measured, or the CPU backend's budget)"},
 			&cli.StringFlag{Name: "runtime-overhead", Usage: "runtime overhead `SIZE` subtracted from the device total (default 512MiB on cuda, 0 on cpu)"},
-			&cli.StringFlag{Name: "backend", Value: "cuda", Usage: "engine `BACKEND`: cuda or cpu (cpu: no graphs, no overhead)"},
+			&cli.StringFlag{Name: "backend", Value: "cuda", Usage: "engine `BACKEND`: cuda, cpu (no graphs, no overhead) or auto (cuda when nvidia-smi reports a GPU here, else cpu)"},
 			&cli.StringFlag{Name: "max-ctx", Usage: "max context in `TOKENS` (default: the explicit kv capacity, or the largest that fits)"},
 			&cli.StringFlag{Name: "kv-capacity", Value: "auto", Usage: "KV capacity in `TOKENS`, or auto"},
 			&cli.StringFlag{Name: "kv-dtype", Value: "bf16", Usage: "KV cache `DTYPE`: bf16, int8 or fp8"},
@@ -85,8 +96,10 @@ Examples:
 			&cli.BoolFlag{Name: "lm-head-draft", Usage: "use the optimized (reduced-vocabulary) proposal head"},
 			&cli.BoolFlag{Name: "no-cuda-graph", Usage: "plan eager decode (no graph allowance)"},
 			&cli.IntFlag{Name: "device", Usage: "device `ORDINAL` reported as memory.device"},
-			&cli.BoolFlag{Name: "json", Usage: "print the schema-15 memory object as JSON"},
+			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "table", Usage: "output `FORMAT`: table (alias md) or json (the schema-15 memory object)"},
+			&cli.BoolFlag{Name: "json", Usage: "shorthand for --format json"},
 			&cli.StringFlag{Name: "output-file", Aliases: []string{"o"}, Usage: "write the output to `PATH` (atomically) instead of stdout"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no --backend auto note or 'wrote' line on stderr (errors only)"},
 		},
 		Action: func(c *cli.Context) error { return action(c, stdout, stderr) },
 	}
@@ -96,11 +109,23 @@ func action(c *cli.Context, stdout, stderr io.Writer) error {
 	if c.NArg() > 0 {
 		return cliutil.Usagef("unexpected argument %q", c.Args().First())
 	}
-	o, err := options(c)
+	o, err := options(c, stderr)
 	if err != nil {
 		return err
 	}
-	if err := cliutil.CheckOutputFile("--output-file", c.String("output-file"), "--json (table is the default)"); err != nil {
+	format := c.String("format")
+	if c.Bool("json") {
+		if c.IsSet("format") && format != "json" {
+			return cliutil.Usagef("--json is --format json; it contradicts --format %s", format)
+		}
+		format = "json"
+	}
+	switch format {
+	case "table", "md", "json":
+	default:
+		return cliutil.Usagef("--format %q: want table (md) or json", format)
+	}
+	if err := cliutil.CheckOutputFile("--output-file", c.String("output-file"), "--format %s"); err != nil {
 		return err
 	}
 	var cfg qwen35.Config
@@ -131,7 +156,7 @@ func action(c *cli.Context, stdout, stderr io.Writer) error {
 		return err
 	}
 	var out []byte
-	if c.Bool("json") {
+	if format == "json" {
 		if out, err = p.Memory.JSON(); err != nil {
 			return fmt.Errorf("encode memory object: %w", err)
 		}
@@ -146,17 +171,41 @@ func action(c *cli.Context, stdout, stderr io.Writer) error {
 		if err := cliutil.WriteFileAtomic(path, out); err != nil {
 			return err
 		}
-		fmt.Fprintf(stderr, "%s: wrote %s\n", name, path)
+		if !c.Bool("quiet") {
+			fmt.Fprintf(stderr, "%s: wrote %s\n", name, path)
+		}
 		return nil
 	}
 	_, err = stdout.Write(out)
 	return err
 }
 
+// probeGPU asks the machine's driver for a GPU (--backend auto); a
+// variable so that tests choose the answer.
+var probeGPU = gpu.QueryLocal
+
+// resolveBackend maps --backend to the plan's backend: auto is cuda when
+// nvidia-smi reports the device, else cpu; note says which and why.
+func resolveBackend(c *cli.Context) (b plan.Backend, note string, err error) {
+	switch v := c.String("backend"); v {
+	case "cuda":
+		return plan.BackendCUDA, "", nil
+	case "cpu":
+		return plan.BackendCPU, "", nil
+	case "auto":
+		dev := c.Int("device")
+		card, err := probeGPU(dev)
+		if err != nil {
+			return plan.BackendCPU, fmt.Sprintf("--backend auto: planning for cpu (no GPU here: %v)", err), nil
+		}
+		return plan.BackendCUDA, fmt.Sprintf("--backend auto: planning for cuda (this machine's GPU %d: %s)", dev, card.Name), nil
+	default:
+		return "", "", cliutil.Usagef("invalid backend: %s (want auto, cpu or cuda)", v)
+	}
+}
+
 // options turns the flags into plan options; every error is a usage error.
-func options(c *cli.Context) (plan.Options, error) {
-	var o plan.Options
-	var err error
+func options(c *cli.Context, stderr io.Writer) (o plan.Options, err error) {
 	positive := func(flag string) (int64, error) {
 		s := c.String(flag)
 		n, err := strconv.ParseInt(s, 10, 64)
@@ -189,12 +238,15 @@ func options(c *cli.Context) (plan.Options, error) {
 	if o.Spec, err = plan.ParseSpec(c.String("spec")); err != nil {
 		return o, cliutil.UsageError{Err: err}
 	}
-	switch b := plan.Backend(c.String("backend")); b {
-	case plan.BackendCUDA, plan.BackendCPU:
-		o.Backend = b
-	default:
-		return o, cliutil.Usagef("invalid backend: %s (want cuda or cpu)", b)
+	var note string
+	if o.Backend, note, err = resolveBackend(c); err != nil {
+		return o, err
 	}
+	defer func() {
+		if err == nil && note != "" && !c.Bool("quiet") {
+			fmt.Fprintf(stderr, "%s: note: %s\n", name, note) // once the flags are good
+		}
+	}()
 	if c.IsSet("max-ctx") {
 		if o.MaxContext, err = positive("max-ctx"); err != nil {
 			return o, err

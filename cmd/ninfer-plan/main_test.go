@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +13,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/ninfer/ninfer/pkg/artifact"
+	"github.com/ninfer/ninfer/pkg/gpu"
 	"github.com/ninfer/ninfer/pkg/layout"
 	"github.com/ninfer/ninfer/pkg/qwen35"
 	"github.com/ninfer/ninfer/pkg/recipe"
@@ -328,7 +330,7 @@ func TestOutputFilePaths(t *testing.T) {
 	cfg := writeConfig(t, dir)
 	base := []string{"--config", cfg, "--backend", "cpu", "--available", "512MiB", "--max-ctx", "2048", "--kv-capacity", "2048"}
 	for _, c := range []struct{ out, want string }{
-		{"json", "ninfer-plan: --output-file json: that is a format name, not a file; for the format use --json (table is the default) (for a file of that name: ./json)\n"},
+		{"json", "ninfer-plan: --output-file json: that is a format name, not a file; for the format use --format json (for a file of that name: ./json)\n"},
 		{dir, "ninfer-plan: --output-file " + dir + ": is a directory (want a file path)\n"},
 	} {
 		code, out, errs := runCmd(append(base, "-o", c.out)...)
@@ -342,5 +344,93 @@ func TestOutputFilePaths(t *testing.T) {
 	}
 	if fi, err := os.Stat(dst); err != nil || fi.Mode().Perm() != 0o644 {
 		t.Errorf("output %v, err %v; want mode 0644", fi, err)
+	}
+}
+
+// --backend takes the same values as in ninfer-run and ninfer-bench; auto
+// asks the machine (probeGPU) and says what it chose.
+func TestBackendAuto(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir)
+	base := []string{"--config", cfg, "--device-memory", "8GiB", "--max-ctx", "2048", "--kv-capacity", "2048", "--format", "json"}
+	plan := func(t *testing.T, args ...string) (string, string) {
+		t.Helper()
+		code, out, errs := runCmd(append(base, args...)...)
+		if code != 0 {
+			t.Fatalf("%q: exit %d stderr %q", args, code, errs)
+		}
+		return out, errs
+	}
+	cuda, _ := plan(t, "--backend", "cuda")
+	cpu, _ := plan(t, "--backend", "cpu")
+	if cuda == cpu {
+		t.Fatal("the cuda and cpu plans are the same")
+	}
+	defer func(p func(int) (gpu.Card, error)) { probeGPU = p }(probeGPU)
+	for _, tc := range []struct {
+		name  string
+		probe func(int) (gpu.Card, error)
+		want  string // the plan it must equal
+		note  string
+	}{
+		{"gpu", func(int) (gpu.Card, error) { return gpu.Card{Name: "NVIDIA H200", MemoryBytes: 140 << 30}, nil }, cuda,
+			"ninfer-plan: note: --backend auto: planning for cuda (this machine's GPU 0: NVIDIA H200)\n"},
+		{"no gpu", func(int) (gpu.Card, error) { return gpu.Card{}, errors.New("nvidia-smi: not found") }, cpu,
+			"ninfer-plan: note: --backend auto: planning for cpu (no GPU here: nvidia-smi: not found)\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			probeGPU = tc.probe
+			out, errs := plan(t, "--backend", "auto")
+			if out != tc.want || errs != tc.note {
+				t.Errorf("auto: stderr %q (want %q); plan equal to the expected backend's: %v", errs, tc.note, out == tc.want)
+			}
+			if _, errs := plan(t, "--backend", "auto", "-q"); errs != "" {
+				t.Errorf("--quiet: stderr %q", errs)
+			}
+			// A usage error stays one line: no note before it.
+			if code, _, errs := runCmd(append(base, "--backend", "auto", "--available", "1GiB")...); code != 2 || strings.Count(errs, "\n") != 1 {
+				t.Errorf("usage error: exit %d, stderr %q", code, errs)
+			}
+		})
+	}
+	if code, _, errs := runCmd(append(base, "--backend", "metal")...); code != 2 || errs != "ninfer-plan: invalid backend: metal (want auto, cpu or cuda)\n" {
+		t.Errorf("--backend metal: exit %d stderr %q", code, errs)
+	}
+}
+
+// --format json, -f json and --json are the same output; table and md the
+// same table; --json against another --format is a usage error.
+func TestFormatSpellings(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir)
+	base := []string{"--config", cfg, "--backend", "cpu", "--available", "512MiB", "--max-ctx", "2048", "--kv-capacity", "2048"}
+	outs := map[string]string{}
+	for _, f := range [][]string{{"--json"}, {"--format", "json"}, {"-f", "json"}, {}, {"--format", "table"}, {"-f", "md"}} {
+		code, out, errs := runCmd(append(base, f...)...)
+		if code != 0 {
+			t.Fatalf("%q: exit %d stderr %q", f, code, errs)
+		}
+		outs[strings.Join(f, " ")] = out
+	}
+	if outs["--json"] != outs["--format json"] || outs["--json"] != outs["-f json"] || !gjson.Valid(outs["--json"]) {
+		t.Error("--json, --format json and -f json differ")
+	}
+	if outs[""] != outs["--format table"] || outs[""] != outs["-f md"] || !strings.Contains(outs[""], "| section") {
+		t.Error("the default, --format table and -f md differ")
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--format", "csv"}, `ninfer-plan: --format "csv": want table (md) or json` + "\n"},
+		{[]string{"--json", "--format", "table"}, "ninfer-plan: --json is --format json; it contradicts --format table\n"},
+	} {
+		if code, out, errs := runCmd(append(base, c.args...)...); code != 2 || out != "" || errs != c.want {
+			t.Errorf("%q: exit %d stdout %q stderr %q; want 2 and %q", c.args, code, out, errs, c.want)
+		}
+	}
+	dst := filepath.Join(dir, "p.md")
+	if code, _, errs := runCmd(append(base, "-q", "-o", dst)...); code != 0 || errs != "" {
+		t.Errorf("-q -o: exit %d stderr %q; want no wrote line", code, errs)
 	}
 }

@@ -62,6 +62,7 @@ Examples:
 			&cli.StringFlag{Name: "output-file", Aliases: []string{"o"}, Usage: "write the output to `PATH` (atomically) instead of stdout"},
 			&cli.StringFlag{Name: "run", Usage: "select the run with this run_id (for a document: its file name)"},
 			&cli.StringFlag{Name: "check", Usage: "recompute every aggregate of the schema-15 document `DOC` (- = stdin) from its reps; exit 1 on mismatch"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no 'wrote' or --check summary line on stderr (errors and warnings only)"},
 		},
 		Action: func(c *cli.Context) error { return reportAction(c, stdin, stdout, stderr) },
 		Commands: []*cli.Command{{
@@ -81,6 +82,7 @@ Example:
 				&cli.StringFlag{Name: "output-file", Aliases: []string{"o"}, Usage: "write the output to `PATH` (atomically) instead of stdout"},
 				&cli.StringFlag{Name: "run-a", Usage: "run_id to use from A"},
 				&cli.StringFlag{Name: "run-b", Usage: "run_id to use from B"},
+				&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no 'wrote' line on stderr (errors and warnings only)"},
 			},
 			Action: func(c *cli.Context) error { return compareAction(c, stdin, stdout, stderr) },
 		}},
@@ -101,7 +103,8 @@ func fileArgs(c *cli.Context) ([]string, error) {
 	return files, nil
 }
 
-func emit(path string, data []byte, stdout, stderr io.Writer) error {
+func emit(c *cli.Context, data []byte, stdout, stderr io.Writer) error {
+	path := c.String("output-file")
 	if path == "" {
 		_, err := stdout.Write(data)
 		return err
@@ -109,7 +112,9 @@ func emit(path string, data []byte, stdout, stderr io.Writer) error {
 	if err := cliutil.WriteFileAtomic(path, data); err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "%s: wrote %s\n", name, path)
+	if !c.Bool("quiet") {
+		fmt.Fprintf(stderr, "%s: wrote %s\n", name, path)
+	}
 	return nil
 }
 
@@ -140,7 +145,7 @@ func reportAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) err
 		if len(files) > 0 {
 			return cliutil.Usagef("--check takes the document as its value; no other files allowed")
 		}
-		return checkAction(doc, stdin, stdout, stderr)
+		return checkAction(doc, stdin, stdout, stderr, c.Bool("quiet"))
 	}
 	if len(files) == 0 {
 		if stdinIsTerminal(stdin) {
@@ -157,10 +162,10 @@ func reportAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	return emit(c.String("output-file"), out, stdout, stderr)
+	return emit(c, out, stdout, stderr)
 }
 
-func checkAction(path string, stdin io.Reader, stdout, stderr io.Writer) error {
+func checkAction(path string, stdin io.Reader, stdout, stderr io.Writer, quiet bool) error {
 	var data []byte
 	var err error
 	if path == "-" { // like the FILES: "-" is standard input
@@ -186,8 +191,10 @@ func checkAction(path string, stdin io.Reader, stdout, stderr io.Writer) error {
 	for _, m := range res.Mismatches {
 		fmt.Fprintln(stdout, m.String())
 	}
-	fmt.Fprintf(stderr, "%s: checked %d values in %s: %d exact, %d within input rounding, %d mismatches\n",
-		name, res.Checked, path, res.Exact, res.Rounding, len(res.Mismatches))
+	if !quiet {
+		fmt.Fprintf(stderr, "%s: checked %d values in %s: %d exact, %d within input rounding, %d mismatches\n",
+			name, res.Checked, path, res.Exact, res.Rounding, len(res.Mismatches))
+	}
 	if n := len(res.Mismatches); n > 0 {
 		return fmt.Errorf("%s: %d aggregate(s) do not match the reps", path, n)
 	}
@@ -242,7 +249,7 @@ func compareAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	return emit(c.String("output-file"), out, stdout, stderr)
+	return emit(c, out, stdout, stderr)
 }
 
 func describe(path string, r *report.Run) string {

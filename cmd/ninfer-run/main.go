@@ -4,6 +4,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -63,7 +64,7 @@ func newApp() *cli.App {
 	return &cli.App{
 		Name:      name,
 		Usage:     "generate text or token ids with a .ninfer model",
-		UsageText: name + " --weights M.ninfer [--prompt TEXT | --prompt-file F | < prompts.txt] [options]",
+		UsageText: name + " --weights M.ninfer [--prompt TEXT | --prompt-file F | < prompts.txt] [--format text|json] [--output-file PATH] [options]",
 		Description: `Prompts: --prompt TEXT is one prompt; --prompt-file F reads the whole file
 as one prompt (one trailing newline removed; "-" = stdin), or one prompt per
 non-blank line with --each-line; without either, stdin is read one prompt per
@@ -84,12 +85,26 @@ flushed per token), one newline after each prompt; on a terminal, control
 characters other than newline and tab (ESC sequences, CR, BEL, C1) are shown
 as visible escapes (\x1b, \r, \u009b) so model output cannot drive the
 terminal (--raw writes them as they are; files and pipes always get the raw
-bytes); --json prints instead one
-JSON line per prompt: prompt, prompt_ids, text, ids, finish_reason
+bytes); --format json (or --json) prints instead one JSON line per prompt: prompt, prompt_ids, text, ids, finish_reason
 (eos|length|interrupted) and timings (prefill_s, decode_s, prompt_tokens,
 generated_tokens, prefill_tok_s, decode_tok_s; decode tok/s counts the
 generated tokens after the first, which comes from the prefill). Load
 progress, memory and per-prompt timings go to stderr (--quiet: errors only).
+--output-file PATH writes the same output to PATH instead of stdout, once,
+atomically (temporary file and rename, parent directories created) when the
+run ends, also after a stopping signal (with what was finished); after an
+error nothing is written.
+
+Payload hashes: loading maps the artifact and checks its directory (the
+digest over the config and the recorded object hashes) but, by design, never
+reads the payloads to re-hash them: that would read every byte of a
+multi-GB file before the first token. --verify does it first (what
+ninfer-inspect --verify does: every SHA-256 and every tensor's values) and
+exits 1 at the first bad object. When a step's logits hold no finite value,
+the prompt and the tokens so far are run again op by op and the error names
+the first layer and op whose output is not finite, e.g. "layer 3 (full
+attention): attention/o_proj output is not finite (...) (weights may be
+corrupt: run ninfer-inspect --verify M.ninfer)".
 
 Generation stops at an EOS id (generation_config.json's eos_token_id, else the
 model config's) unless --ignore-eos, or after --max-new tokens. The EOS id is
@@ -114,14 +129,15 @@ Examples:
   ninfer-run --weights qwen.ninfer --prompt "The capital of France is"
   ninfer-run --weights qwen.ninfer --chat --no-think --prompt "Write a haiku about GPUs" --max-new 256
   ninfer-run --weights qwen.ninfer --chat --temperature 0.7 --top-p 0.8 --top-k 20 --seed 42 --prompt-file q.txt
-  ninfer-run --weights qwen.ninfer --json --max-new 64 < prompts.txt > results.jsonl
+  ninfer-run --weights qwen.ninfer --format json --max-new 64 < prompts.txt > results.jsonl
+  ninfer-run --weights qwen.ninfer --verify --prompt-file q.txt --output-file out/answer.txt
   ninfer-run --weights qwen.ninfer --spec mtp --draft-tokens 3 --prompt "Count to twenty:"
   echo "151644 872 198" | ninfer-run --weights qwen.ninfer --ids --max-new 16
   ninfer-run --weights qwen.ninfer --backend cpu --threads 8 --kv-dtype int8 --max-ctx 8192 --prompt-file long.txt`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "weights", Aliases: []string{"m"}, Usage: "the .ninfer model `PATH` (required)"},
 			&cli.StringFlag{Name: "prompt", Aliases: []string{"p"}, Usage: "one prompt `TEXT` (ids with --ids)"},
-			&cli.StringFlag{Name: "prompt-file", Aliases: []string{"f"}, Usage: "read the prompt from `FILE` (- = stdin)"},
+			&cli.StringFlag{Name: "prompt-file", Usage: "read the prompt from `FILE` (- = stdin)"},
 			&cli.BoolFlag{Name: "each-line", Usage: "with --prompt-file: one prompt per non-blank line"},
 			&cli.BoolFlag{Name: "chat", Usage: "render prompts as a user turn of the Qwen chat format"},
 			&cli.StringFlag{Name: "system", Usage: "with --chat: a system turn `TEXT`"},
@@ -144,7 +160,10 @@ Examples:
 			&cli.StringFlag{Name: "backend", Value: "auto", Usage: "`BACKEND`: auto (CUDA when built in and present), cpu or cuda"},
 			&cli.IntFlag{Name: "threads", Usage: "CPU backend `THREADS` (0 = all cores)"},
 			&cli.BoolFlag{Name: "no-cuda-graph", Usage: "decode eagerly (no CUDA graphs; the same tokens, slower; the CPU backend never uses them)"},
-			&cli.BoolFlag{Name: "json", Usage: "one JSON line per prompt instead of streamed text"},
+			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "text", Usage: "output `FORMAT`: text (streamed; ids with --ids) or json (one JSON line per prompt)"},
+			&cli.BoolFlag{Name: "json", Usage: "shorthand for --format json"},
+			&cli.StringFlag{Name: "output-file", Aliases: []string{"o"}, Usage: "write the output to `PATH` (atomically, parents created) instead of stdout"},
+			&cli.BoolFlag{Name: "verify", Usage: "before loading, re-hash every payload and check every tensor's values (as ninfer-inspect --verify; a run does not by default)"},
 			&cli.BoolFlag{Name: "raw", Usage: "on a terminal, write control characters of the generated text as they are (default: shown as visible escapes)"},
 			&cli.StringFlag{Name: "spec", Value: "none", Usage: "speculative decoding `BACKEND`: none or mtp"},
 			&cli.IntFlag{Name: "draft-tokens", DefaultText: "2", Usage: "with --spec mtp: draft `K` tokens per round (1-5)"},
@@ -152,6 +171,30 @@ Examples:
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no load or timing lines on stderr"},
 		},
 	}
+}
+
+// output is where and how the results go.
+type output struct {
+	format string // text or json
+	file   string // --output-file; "" = stdout
+}
+
+// outputOptions checks --format, --json and --output-file.
+func outputOptions(c *cli.Context) (output, error) {
+	out := output{format: c.String("format"), file: c.String("output-file")}
+	if c.Bool("json") {
+		if c.IsSet("format") && out.format != "json" {
+			return out, cliutil.Usagef("--json is --format json; it contradicts --format %s", out.format)
+		}
+		out.format = "json"
+	}
+	if out.format != "text" && out.format != "json" {
+		return out, cliutil.Usagef("--format %q: want text or json (-f is short for --format, as in every tool; a prompt file is --prompt-file)", out.format)
+	}
+	if err := cliutil.CheckOutputFile("--output-file", out.file, "--format %s"); err != nil {
+		return out, err
+	}
+	return out, nil
 }
 
 // options turns the flags into runner options, checking usage.
@@ -162,7 +205,7 @@ func options(c *cli.Context, stderr io.Writer) (runner.Options, error) {
 		MaxNew: c.Int("max-new"), IgnoreEOS: c.Bool("ignore-eos"),
 		Chat: c.Bool("chat"), System: c.String("system"), NoThink: c.Bool("no-think"),
 		Spec: c.String("spec"), DraftTokens: c.Int("draft-tokens"), LMHeadDraft: c.Bool("lm-head-draft"),
-		NoCUDAGraph: c.Bool("no-cuda-graph"),
+		NoCUDAGraph: c.Bool("no-cuda-graph"), Verify: c.Bool("verify"),
 		Sampling: sample.Config{
 			Temperature: c.Float64("temperature"), TopK: c.Int("top-k"), TopP: c.Float64("top-p"), MinP: c.Float64("min-p"),
 			PresencePenalty: c.Float64("presence-penalty"), FrequencyPenalty: c.Float64("frequency-penalty"),
@@ -336,6 +379,10 @@ func action(ctx context.Context, c *cli.Context, stdin io.Reader, stdout, stderr
 	if err != nil {
 		return false, err
 	}
+	out, err := outputOptions(c)
+	if err != nil {
+		return false, err
+	}
 	src, closeSrc, err := prompts(c, stdin)
 	if err != nil {
 		return false, err
@@ -357,10 +404,34 @@ func action(ctx context.Context, c *cli.Context, stdin io.Reader, stdout, stderr
 	if err != nil {
 		return false, err
 	}
-	w := bufio.NewWriter(stdout)
+	sink := newSink(c, out, stdout, stderr, o.Log != nil)
+	defer sink.close(false)
+	// A repeated stopping signal ends the process from the signal handler
+	// (maybe during a long load or prefill chunk): the output then ends
+	// with complete lines.
+	defer cliutil.OnHardStop(ctx, func() { sink.hardStop(cliutil.StopCause(ctx), stderr) })()
+
+	interrupted, err := generate(ctx, o, src, in, sink)
+	if err != nil {
+		return false, err
+	}
+	return interrupted, sink.close(true)
+}
+
+// newSink builds the output chain: the text, ids or JSON sink over a
+// buffered stdout (through termsafe on a terminal unless --raw) or, with
+// --output-file, over a buffer committed to the file by close(true).
+func newSink(c *cli.Context, out output, stdout, stderr io.Writer, verbose bool) *guardedSink {
+	dst := stdout
+	var file *bytes.Buffer
+	if out.file != "" {
+		file = &bytes.Buffer{}
+		dst = file
+	}
+	w := bufio.NewWriter(dst)
 	var text io.Writer = w
 	flushAll := w.Flush
-	if f, ok := stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) && !c.Bool("raw") {
+	if f, ok := dst.(*os.File); ok && term.IsTerminal(int(f.Fd())) && !c.Bool("raw") {
 		// A terminal gets the model's control characters as visible escapes.
 		tw := &termsafe.Writer{W: w}
 		text = tw
@@ -368,18 +439,28 @@ func action(ctx context.Context, c *cli.Context, stdin io.Reader, stdout, stderr
 	}
 	var inner runner.Sink = runner.TextSink{W: text}
 	switch {
-	case c.Bool("json"):
+	case out.format == "json":
 		inner = runner.JSONSink{W: w}
 	case c.Bool("ids"):
 		inner = &runner.IDSink{W: w}
 	}
-	sink := &guardedSink{sink: inner, w: text, lines: !c.Bool("json"), flush: flushAll}
-	defer sink.close()
-	// A repeated stopping signal ends the process from the signal handler
-	// (maybe during a long load or prefill chunk): the output then ends
-	// with complete lines.
-	defer cliutil.OnHardStop(ctx, func() { sink.hardStop(cliutil.StopCause(ctx), stderr) })()
+	g := &guardedSink{sink: inner, w: text, lines: out.format != "json", flush: flushAll}
+	if file != nil {
+		g.commit = func() error {
+			if err := cliutil.WriteFileAtomic(out.file, file.Bytes()); err != nil {
+				return fmt.Errorf("--output-file: %w", err)
+			}
+			if verbose {
+				fmt.Fprintf(stderr, "%s: wrote %s\n", name, out.file)
+			}
+			return nil
+		}
+	}
+	return g
+}
 
+// generate loads the model and runs in and every further prompt of src.
+func generate(ctx context.Context, o runner.Options, src source, in runner.Input, sink runner.Sink) (bool, error) {
 	r, err := runner.Open(o)
 	if err != nil {
 		return false, err
@@ -428,6 +509,7 @@ type guardedSink struct {
 	w      io.Writer    // where a text or ids line is terminated
 	lines  bool         // text or ids: Token writes part of a line
 	flush  func() error // flushes every writer
+	commit func() error // writes the --output-file; nil: stdout
 	open   bool         // a text or ids line is started and not ended
 	closed bool
 }
@@ -452,26 +534,42 @@ func (g *guardedSink) End(tail string, res *runner.Result) error {
 	return g.sink.End(tail, res)
 }
 
-// close flushes the writers; nothing is written after it.
-func (g *guardedSink) close() {
+// close flushes the writers; nothing is written after it. With keep (the
+// run ended, completely or stopped by a signal) it also commits the
+// --output-file; after an error (keep false) nothing is written there.
+// Only the first call acts.
+func (g *guardedSink) close(keep bool) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !g.closed {
-		g.closed = true
-		g.flush()
+	if g.closed {
+		return nil
 	}
+	g.closed = true
+	g.flush() // stdout: a closed pipe is not an error of the run
+	if keep && g.commit != nil {
+		return g.commit()
+	}
+	return nil
 }
 
 // hardStop is the repeated signal's hook: it ends the line in progress,
 // flushes, and keeps the lock until the process exits.
 func (g *guardedSink) hardStop(why error, stderr io.Writer) {
 	g.mu.Lock() // held: the process exits after this hook
+	var err error
 	if !g.closed {
 		g.closed = true
 		if g.open {
 			io.WriteString(g.w, "\n")
 		}
 		g.flush()
+		if g.commit != nil {
+			err = g.commit()
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v, then again: stopped at once, within the prompt in progress; %v\n", name, why, err)
+		return
 	}
 	fmt.Fprintf(stderr, "%s: %v, then again: stopped at once, within the prompt in progress\n", name, why)
 }

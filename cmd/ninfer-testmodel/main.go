@@ -25,8 +25,22 @@ func main() {
 type usageError struct{ error }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	app := newApp(stdout, stderr)
+	if err := app.Run(args); err != nil {
+		msg := cliutil.UnknownFlagAsGiven(err.Error(), "flag provided but not defined: ", args)
+		fmt.Fprintf(stderr, "%s: %s\n", name, strings.TrimPrefix(msg, "testmodel: "))
+		var ue usageError
+		if errors.As(err, &ue) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+func newApp(stdout, stderr io.Writer) *cli.App {
 	d := testmodel.DefaultOptions()
-	app := &cli.App{
+	return &cli.App{
 		Name:      name,
 		Usage:     "write a tiny random Qwen3.5 Hugging Face model directory",
 		UsageText: name + " [options] OUT_DIR",
@@ -59,6 +73,7 @@ Examples:
 			&cli.StringFlag{Name: "dtype", Value: d.DType, Usage: "weight `DTYPE`: bf16, f16 or f32"},
 			&cli.IntFlag{Name: "shards", Value: d.Shards, Usage: "`N` safetensors shards (>1 writes an index)"},
 			&cli.BoolFlag{Name: "force", Usage: "replace a non-empty OUT_DIR"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no 'wrote' line on stderr (errors only)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
@@ -77,19 +92,11 @@ Examples:
 				// "exists (use --force to overwrite)".
 				return err
 			}
-			fmt.Fprintf(stderr, "%s: wrote %s: %d tensors (%d bytes), tokenizer %d tokens (%d merges)\n",
-				name, c.Args().First(), m.Tensors, m.WeightBytes, m.TokenizerSize, m.Merges)
+			if !c.Bool("quiet") {
+				fmt.Fprintf(stderr, "%s: wrote %s: %d tensors (%d bytes), tokenizer %d tokens (%d merges)\n",
+					name, c.Args().First(), m.Tensors, m.WeightBytes, m.TokenizerSize, m.Merges)
+			}
 			return nil
 		},
 	}
-	if err := app.Run(args); err != nil {
-		msg := cliutil.UnknownFlagAsGiven(err.Error(), "flag provided but not defined: ", args)
-		fmt.Fprintf(stderr, "%s: %s\n", name, strings.TrimPrefix(msg, "testmodel: "))
-		var ue usageError
-		if errors.As(err, &ue) {
-			return 2
-		}
-		return 1
-	}
-	return 0
 }

@@ -24,6 +24,7 @@ func TestRun(t *testing.T) {
 		{"ok", []string{"--seed", "3", "--layers", "8", "--hidden", "64", "--intermediate", "96", "--vocab", "300", "--dtype", "f32", "--shards", "2", "--multimodal", "--tied", out}, 0, "wrote " + out},
 		{"not_empty", []string{out}, 1, "ninfer-testmodel: " + out + ": output directory is not empty (use --force to replace it)\n"},
 		{"force", []string{"--force", "--hidden", "64", "--intermediate", "96", out}, 0, "wrote"},
+		{"quiet", []string{"--force", "-q", "--hidden", "64", "--intermediate", "96", out}, 0, ""},
 		{"no_args", nil, 2, "exactly one OUT_DIR"},
 		{"two_args", []string{"a", "b"}, 2, "exactly one OUT_DIR"},
 		{"bad_flag", []string{"--nope", out}, 2, "ninfer-testmodel: flag provided but not defined: --nope\n"},
@@ -44,6 +45,9 @@ func TestRun(t *testing.T) {
 			}
 			if stdout.Len() != 0 {
 				t.Errorf("wrote to stdout: %q", stdout.String())
+			}
+			if c.name == "quiet" && stderr.Len() != 0 {
+				t.Errorf("--quiet: stderr %q", stderr.String())
 			}
 		})
 	}

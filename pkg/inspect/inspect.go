@@ -281,6 +281,30 @@ func Verify(f *artifact.File) (VerifyReport, error) {
 	return r, nil
 }
 
+// VerifyFile maps the artifact at path and runs Verify on it: what
+// ninfer-inspect --verify, ninfer-run --verify and ninfer-bench --verify
+// check.
+func VerifyFile(path string) (VerifyReport, error) {
+	f, err := artifact.OpenMapped(path)
+	if err != nil {
+		return VerifyReport{}, err
+	}
+	defer f.Close()
+	return Verify(f)
+}
+
+// VerifySummary is the one-line outcome of a verification (the tools
+// prefix their name): "verified PATH: directory sha256, N objects, ...";
+// it says when the directory is not covered (an artifact without
+// metadata.directory_sha256).
+func VerifySummary(path string, vr VerifyReport) string {
+	counts := fmt.Sprintf("%d objects, %d hashes, %d tensors valid", vr.Objects, vr.HashesChecked, vr.TensorsChecked)
+	if vr.DirectoryChecked {
+		return fmt.Sprintf("verified %s: directory sha256, %s", path, counts)
+	}
+	return fmt.Sprintf("verified %s: %s; the directory is NOT covered (no metadata.directory_sha256: written before ninfer recorded one; convert again to cover it)", path, counts)
+}
+
 // group formats n with thousands separators.
 func group(n int64) string {
 	s := strconv.FormatInt(n, 10)

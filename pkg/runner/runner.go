@@ -11,11 +11,13 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ninfer/ninfer/pkg/backend"
 	"github.com/ninfer/ninfer/pkg/chat"
 	"github.com/ninfer/ninfer/pkg/engine"
+	"github.com/ninfer/ninfer/pkg/inspect"
 	"github.com/ninfer/ninfer/pkg/loader"
 	"github.com/ninfer/ninfer/pkg/progress"
 	"github.com/ninfer/ninfer/pkg/sample"
@@ -64,6 +66,11 @@ type Options struct {
 	// decode steps and MTP rounds replay as CUDA graphs; the tokens are
 	// the same either way). The CPU backend never uses graphs.
 	NoCUDAGraph bool
+	// Verify re-hashes every payload against the artifact's directory and
+	// checks every tensor's values before the weights are used (what
+	// ninfer-inspect --verify does; slow on big files). Without it a run
+	// never reads the hashes: the load stays a mapping.
+	Verify bool
 	// Log receives load progress and memory lines; nil = silent.
 	Log io.Writer
 }
@@ -181,6 +188,13 @@ func Open(o Options) (r *Runner, err error) {
 	}()
 	if r.w, err = loader.OpenWeights(o.Weights); err != nil {
 		return r, err
+	}
+	if o.Verify {
+		vr, err := inspect.Verify(r.w.File())
+		if err != nil {
+			return r, fmt.Errorf("--verify: %w", err)
+		}
+		logf("%s", inspect.VerifySummary(o.Weights, vr))
 	}
 	cfg := r.w.Config()
 	r.vocab = cfg.VocabSize
@@ -524,7 +538,7 @@ func (r *Runner) Run(ctx context.Context, in Input, out Sink) (Result, error) {
 		}
 		id := r.sampler.Sample(logits, int64(r.seq.Pos()))
 		if id < 0 {
-			return g.res, fmt.Errorf("decode: position %d: no finite logit to sample from", r.seq.Pos())
+			return g.res, r.noFiniteLogit(fmt.Sprintf("decode: position %d: no finite logit to sample from", r.seq.Pos()), ids, g.res.IDs)
 		}
 		r.sampler.Accept(id)
 		eos, err := g.token(id)
@@ -579,7 +593,7 @@ func (r *Runner) runDevice(ctx context.Context, ids []int32, g *gen) (Result, er
 			return g.finish(FinishInterrupted)
 		}
 		if id < 0 {
-			return g.res, fmt.Errorf("decode: position %d: no finite logit to sample from", r.seq.Pos())
+			return g.res, r.noFiniteLogit(fmt.Sprintf("decode: position %d: no finite logit to sample from", r.seq.Pos()), ids, g.res.IDs)
 		}
 		eos, err := g.token(id)
 		if err != nil {
@@ -625,6 +639,9 @@ func (r *Runner) runSpec(ctx context.Context, ids []int32, g *gen) (Result, erro
 		return true
 	}
 	_, st, err := r.dec.Generate(ids, r.opts.MaxNew, emit)
+	if err != nil && strings.Contains(err.Error(), specNoFinite) {
+		return g.res, r.noFiniteLogit("decode: "+err.Error(), ids, g.res.IDs)
+	}
 	if err != nil {
 		return g.res, fmt.Errorf("decode: %w", err)
 	}
@@ -666,4 +683,47 @@ func (t *Timings) finish() {
 	if t.DecodeSeconds > 0 && t.GeneratedTokens > 1 {
 		t.DecodeTokPerS = float64(t.GeneratedTokens-1) / t.DecodeSeconds
 	}
+}
+
+// specNoFinite is how pkg/spec says that a target step left no token to
+// pick (every logit NaN or -Inf).
+const specNoFinite = "all logits NaN or -Inf"
+
+// NonFiniteError is Run's error when a step's logits hold no finite value
+// to sample from. The runner then re-runs the prompt and the tokens
+// generated so far op by op (engine.Sequence.DiagnoseNonFinite) to name the
+// first op whose output is not finite.
+type NonFiniteError struct {
+	Msg       string            // "decode: position 12: no finite logit to sample from"
+	Weights   string            // the artifact
+	Tokens    int               // tokens re-run for the diagnosis
+	Backend   string            // the backend they were re-run on
+	Verified  bool              // the artifact passed --verify at load
+	Diagnosis *engine.NonFinite // nil: every output was finite in the re-run
+	DiagErr   error             // the re-run itself failed
+}
+
+func (e *NonFiniteError) Error() string {
+	verify := fmt.Sprintf("weights may be corrupt: run ninfer-inspect --verify %s", e.Weights)
+	if e.Verified {
+		verify = "the artifact passed --verify (payloads intact, values valid), so the values overflow in the computation there"
+	}
+	switch {
+	case e.DiagErr != nil:
+		return fmt.Sprintf("%s (re-running the %d tokens op by op to find the cause failed: %v; %s)", e.Msg, e.Tokens, e.DiagErr, verify)
+	case e.Diagnosis == nil:
+		return fmt.Sprintf("%s (an eager op-by-op re-run of the %d tokens on the %s backend found every output finite, so the cause is on a path it does not take: CUDA graphs (try --no-cuda-graph), device sampling or the MTP verify step; %s)",
+			e.Msg, e.Tokens, e.Backend, verify)
+	}
+	return fmt.Sprintf("%s: %s (%s)", e.Msg, e.Diagnosis, verify)
+}
+
+// noFiniteLogit diagnoses a step without a finite logit: prompt and the
+// ids generated so far are run again op by op on the sequence (which is
+// reset by the next Run). Only after that failure: never in the hot path.
+func (r *Runner) noFiniteLogit(msg string, prompt, generated []int32) error {
+	hist := append(slices.Clone(prompt), generated...)
+	e := &NonFiniteError{Msg: msg, Weights: r.opts.Weights, Tokens: len(hist), Backend: r.beName, Verified: r.opts.Verify}
+	e.Diagnosis, e.DiagErr = r.seq.DiagnoseNonFinite(hist)
+	return e
 }
