@@ -28,88 +28,11 @@ type bound struct {
 	greedy          int
 }
 
-// weightBounds[case][preset] hold with an fp32 KV cache (the weights are the
-// only approximation). Each is ~2× the measured value of docs/ACCURACY.md
-// (measured: max / mean / top-1 / greedy in the comments); the means follow
-// mean|Δ| ≈ S_case·ε_format with ε the format's relative rms weight error
-// (TestRepresentationErrorModel) and S_case ≈ 20 (a, b) or 6.5 (c) logit
-// units per unit ε. Top-1 lower bounds allow roughly twice the measured
-// disagreements; greedy bounds are half the measured prefix. Every
-// continuation step of a case has a top-1/top-2 margin of only ≥ 0.036
-// (golden.json checks), so any preset whose max |Δ| exceeds that may lose
-// the greedy path at step 0: those bounds are 0.
-var weightBounds = map[string]map[string]bound{
-	"a_untied_6l": {
-		"bf16":          {0.63, 0.068, 0.95, 16}, // 0.316 / 0.0341 / 164/167 / 32
-		"q8":            {2.0, 0.20, 0.85, 0},    // 1.01 / 0.101 / 157/167 / 0
-		"groupwise-int": {15, 1.8, 0.30, 0},      // 7.61 / 0.915 / 79/167 / 0
-		"fp8":           {8.5, 0.81, 0.50, 0},    // 4.28 / 0.405 / 119/167 / 0
-	},
-	"b_tied_4l": {
-		"bf16":          {1.4, 0.066, 0.85, 8}, // 0.694 / 0.0332 / 45/47 / 17
-		"q8":            {2.7, 0.18, 0.75, 4},  // 1.34 / 0.0919 / 42/47 / 9
-		"groupwise-int": {12.5, 1.5, 0.35, 3},  // 6.28 / 0.738 / 26/47 / 7
-		"fp8":           {7.2, 0.84, 0.50, 0},  // 3.62 / 0.422 / 33/47 / 0
-	},
-	"c_untied_fullfirst": {
-		"bf16":          {0.14, 0.022, 0.95, 16}, // 0.0692 / 0.0108 / 47/47 / 32
-		"q8":            {0.53, 0.067, 0.90, 16}, // 0.265 / 0.0333 / 47/47 / 32
-		"groupwise-int": {5.0, 0.68, 0.60, 0},    // 2.49 / 0.339 / 37/47 / 0
-		"fp8":           {2.8, 0.33, 0.70, 4},    // 1.38 / 0.162 / 42/47 / 9
-	},
-}
-
-// kvBounds[case][kv] hold with the fp32 recipe (the KV cache is the only
-// approximation), ~2× measured. The means scale with the element format's
-// relative rms error as for weights: bf16 ≈ 1.6e-3, int8 group-64
-// ≈ 2.63/127/√12 ≈ 6.0e-3, fp8 e4m3 ≈ 2.6e-2 (ratios 1 : 3.7 : 16;
-// measured mean ratios 1 : 2.6–3.7 : 12–17).
-var kvBounds = map[string]map[string]bound{
-	"a_untied_6l": {
-		"bf16": {0.038, 1.9e-3, 0.97, 16}, // 0.0188 / 9.27e-4 / 167/167 / 32
-		"int8": {0.15, 6.7e-3, 0.95, 16},  // 0.0725 / 3.34e-3 / 167/167 / 32
-		"fp8":  {0.45, 0.027, 0.90, 16},   // 0.224 / 0.0134 / 167/167 / 32
-	},
-	"b_tied_4l": {
-		"bf16": {4.0e-3, 5.0e-4, 0.97, 16}, // 0.00200 / 2.44e-4 / 47/47 / 32
-		"int8": {0.017, 1.3e-3, 0.95, 16},  // 0.00807 / 6.31e-4 / 47/47 / 32
-		"fp8":  {0.042, 5.7e-3, 0.90, 16},  // 0.0208 / 2.85e-3 / 47/47 / 32
-	},
-	"c_untied_fullfirst": {
-		"bf16": {9.0e-3, 1.3e-3, 0.97, 16}, // 0.00448 / 6.50e-4 / 47/47 / 32
-		"int8": {0.042, 4.9e-3, 0.95, 16},  // 0.0210 / 2.43e-3 / 47/47 / 32
-		"fp8":  {0.13, 0.022, 0.90, 16},    // 0.0663 / 0.0109 / 46/47 / 32
-	},
-}
-
-// boundFor returns the bound of a cell.
-func boundFor(cs, preset, kv string) (bound, error) {
-	if b, ok := combineBounds(weightBounds, kvBounds, bound{fp32Tol, fp32Tol, 1, 32}, cs, preset, kv); ok {
-		return b, nil
-	}
-	return bound{}, fmt.Errorf("no measured bounds for case %s preset %s kv %s: run go test ./internal/goldentest -run TestAccuracyTable -v and add them to weightBounds/kvBounds", cs, preset, kv)
-}
-
-// combineBounds looks a cell up in per-case weight and KV bound tables;
-// exact is the bound of the fp32-weights, fp32-KV cell. With both weights
-// and KV approximated, first-order perturbation theory adds the two
-// deviations, so max and mean are bounded by the sums; top-1 and greedy are
-// not asserted. ok is false when the tables have no entry for the cell.
-func combineBounds(weights, kvs map[string]map[string]bound, exact bound, cs, preset, kv string) (bound, bool) {
-	wb, wok := weights[cs][preset]
-	kb, kok := kvs[cs][kv]
-	switch {
-	case preset == "fp32" && kv == "fp32":
-		return exact, true
-	case preset == "fp32" && kok:
-		return kb, true
-	case kv == "fp32" && wok:
-		return wb, true
-	case wok && kok:
-		return bound{maxAbs: wb.maxAbs + kb.maxAbs, meanAbs: wb.meanAbs + kb.meanAbs}, true
-	}
-	return bound{}, false
-}
+// The bound of every cell is derived from the case's own numbers by
+// derivedBound (derived_test.go): a twin of the model with random weight
+// (or K/V) noise of the format's measured rms error, run by the engine, sets
+// the expected deviation; the former per-case tables (~2× the values
+// measured on the committed cases) are gone, so a new case needs no entry.
 
 // checkMetrics fails t where m exceeds b (max and mean |Δlogit|, top-1
 // agreement, greedy prefix); what prefixes the messages ("MTP ").
@@ -161,10 +84,11 @@ func usesFormat(fs map[string]format.Format, f format.Format) bool {
 }
 
 // TestPresetsAgainstTransformers checks every case × preset × KV dtype
-// (except fp32 × fp32, TestFP32PathMatchesTransformers) against its bound.
-// nvfp4-mlp on a case whose MLP shapes all fall back (N%128, K%64: every
-// committed case, H = I = 64) stores the same formats as groupwise-int, so
-// its trace must be bit-identical to groupwise-int's.
+// (except fp32 × fp32, TestFP32PathMatchesTransformers) against its derived
+// bound (derivedBound).
+// nvfp4-mlp on a case whose MLP shapes all fall back (N%128, K%64: the
+// random committed cases, H = I = 64) stores the same formats as
+// groupwise-int, so its trace must be bit-identical to groupwise-int's.
 func TestPresetsAgainstTransformers(t *testing.T) {
 	for _, c := range cases(t) {
 		nvfp4 := usesFormat(storedFormats(t, c, "nvfp4-mlp"), format.NVFP4)
@@ -182,10 +106,7 @@ func TestPresetsAgainstTransformers(t *testing.T) {
 						t.Logf("no nvfp4 tensor (all %d MLP matrices fell back): identical to groupwise-int", len(artifact(t, c, p).fallbacks))
 						return
 					}
-					b, err := boundFor(c.Manifest.Name, p, kv)
-					if err != nil {
-						t.Fatal(err)
-					}
+					b := derivedBound(t, c, p, kv, false)
 					m := measure(t, c, p, kv)
 					t.Logf("max |Δ| %.3g (≤ %.3g) at %s, mean |Δ| %.3g (≤ %.3g), top-1 %d/%d (≥ %.2f), greedy %d/%d (≥ %d)",
 						m.MaxAbs, b.maxAbs, m.WorstAt, m.MeanAbs, b.meanAbs, m.Top1, m.Rows, b.top1, m.GreedyPrefix, m.GreedyLen, b.greedy)
@@ -197,19 +118,26 @@ func TestPresetsAgainstTransformers(t *testing.T) {
 }
 
 // formatTheory is the expected relative rms error ||Ŵ−W||/||W|| of a
-// format on Gaussian weights (every golden matrix is Gaussian), and the
-// accepted range:
+// format, and the accepted range:
 //   - bf16 / fp8 e4m3 (8 / 4 significant bits, round to nearest): the error
 //     is uniform in ±ulp/2 with ulp = 2^-7 (bf16) or 2^-3 (e4m3) relative to
 //     the bottom of each binade, so the relative rms lies in
-//     [2^-8, 2^-7]/√12 (bf16) and [2^-4, 2^-3]/√12 (fp8); the row scale of
-//     fp8 only moves values between binades.
-//   - q<b>_g<G> (absmax scale s = amax/qmax, qmax 7/15/31/127 for q4/q5/q6/
-//     q8): error uniform in ±s/2, rms s/√12; for Gaussian groups the rms of
-//     amax/σ is 2.39 (G = 32) and 2.63 (G = 64) (Monte Carlo), so
-//     ε = rms(amax)/qmax/√12: q4 0.109, q5 0.0506, q6 0.0245, q8 0.00543.
-//     Accepted ±25%.
-func formatTheory(f format.Format) (want, lo, hi float64, ok bool) {
+//     [2^-8, 2^-7]/√12 (bf16) and [2^-4, 2^-3]/√12 (fp8) whatever the
+//     distribution of the values; the row scale of fp8 only moves values
+//     between binades. want is the value for Gaussian data.
+//   - q<b>_g<G> (absmax scale s = amax/qmax per group of G along a row,
+//     qmax 7/15/31/127 for q4/q5/q6/q8): the error is uniform in ±s/2, so
+//     ‖Ŵ−W‖² ≈ Σ_groups G·s²/12 — computed from the tensor's own group
+//     maxima (model, groupModel), not from a distribution: want = the model,
+//     accepted [0.75, 1.1]× (values below s/2 round to 0 with an error
+//     smaller than uniform, so heavy-tailed trained groups come out below
+//     the model; Gaussian groups within 2%). For Gaussian groups this is rms(amax/σ)/qmax/√12 with
+//     rms(amax/σ) = 2.39 (G = 32) and 2.63 (G = 64): q4 0.109, q5 0.0506,
+//     q6 0.0245, q8 0.00543.
+//
+// model is the data-derived relative rms error of a group format (ignored
+// for the others).
+func formatTheory(f format.Format, model float64) (want, lo, hi float64, ok bool) {
 	r12 := math.Sqrt(12)
 	switch f {
 	case format.BF16:
@@ -217,22 +145,39 @@ func formatTheory(f format.Format) (want, lo, hi float64, ok bool) {
 	case format.FP8Row:
 		return 0.026, math.Ldexp(1, -4) / r12, math.Ldexp(1, -3) / r12, true
 	}
-	p, gok := f.Group()
-	if !gok {
+	if _, gok := f.Group(); !gok || !(model > 0) {
 		return 0, 0, 0, false
 	}
-	amax := map[int]float64{32: 2.39, 64: 2.63}[p.Group]
-	if amax == 0 {
-		return 0, 0, 0, false
-	}
-	want = amax / float64(p.QMax) / r12
-	return want, 0.75 * want, 1.25 * want, true
+	return model, 0.75 * model, 1.1 * model, true
 }
 
-// errStat accumulates ||Ŵ−W||² and ||W||².
-type errStat struct{ num, den float64 }
+// groupModel returns Σ_groups n_g·s_g²/12 with s_g = amax_g/qmax, the
+// expected ‖Ŵ−W‖² of the grouped-integer format p on the rows of length K
+// of vals.
+func groupModel(p format.GroupParams, vals []float32, K int) float64 {
+	var sum float64
+	for r := 0; r+K <= len(vals); r += K {
+		for lo := 0; lo < K; lo += p.Group {
+			hi := min(lo+p.Group, K)
+			var am float64
+			for _, v := range vals[r+lo : r+hi] {
+				am = math.Max(am, math.Abs(float64(v)))
+			}
+			s := am / float64(p.QMax)
+			sum += float64(hi-lo) * s * s / 12
+		}
+	}
+	return sum
+}
+
+// errStat accumulates ||Ŵ−W||², ||W||² and the group-format model of
+// ||Ŵ−W||² (groupModel).
+type errStat struct{ num, den, model float64 }
 
 func (e errStat) rel() float64 { return math.Sqrt(e.num / e.den) }
+
+// modelRel is the data-derived relative rms error of a group format.
+func (e errStat) modelRel() float64 { return math.Sqrt(e.model / e.den) }
 
 // weightErrors decodes every text matrix of (c, preset) and of the fp32
 // artifact and returns the relative rms error per stored format and over
@@ -258,6 +203,7 @@ func weightErrors(t *testing.T, c *golden.Case, preset string) (map[format.Forma
 		}
 		var vals [2][]float32
 		var f format.Format
+		var K int
 		for i, w := range []*loader.Weights{ref, q} {
 			ff, shape, data, err := w.Tensor(tn.Name)
 			if err != nil {
@@ -266,7 +212,7 @@ func weightErrors(t *testing.T, c *golden.Case, preset string) (map[format.Forma
 			if vals[i], err = format.Decode(ff, shape, data); err != nil {
 				t.Fatalf("%s: decode %s: %v", preset, tn.Name, err)
 			}
-			f = ff
+			f, K = ff, int(shape[len(shape)-1])
 		}
 		var e errStat
 		for i, w := range vals[0] {
@@ -274,8 +220,11 @@ func weightErrors(t *testing.T, c *golden.Case, preset string) (map[format.Forma
 			e.num += d * d
 			e.den += float64(w) * float64(w)
 		}
+		if p, ok := f.Group(); ok {
+			e.model = groupModel(p, vals[0], K)
+		}
 		s := per[f]
-		s.num, s.den = s.num+e.num, s.den+e.den
+		s.num, s.den, s.model = s.num+e.num, s.den+e.den, s.model+e.model
 		per[f] = s
 		all.num, all.den = all.num+e.num, all.den+e.den
 	}
@@ -283,8 +232,9 @@ func weightErrors(t *testing.T, c *golden.Case, preset string) (map[format.Forma
 }
 
 // TestRepresentationErrorModel checks the error model behind the bounds:
-// (1) every stored format's relative rms weight error matches its analytic
-// value (formatTheory); (2) the model's logit response is linear in it: the
+// (1) every stored format's relative rms weight error matches its model
+// (formatTheory: analytic for bf16/fp8, from the tensors' group maxima for
+// the grouped-integer formats); (2) the model's logit response is linear in it: the
 // sensitivity S = mean|Δlogit| / ε is the same for the single-format
 // presets bf16, q8 and fp8 within a factor 2 (fp32 KV cache).
 func TestRepresentationErrorModel(t *testing.T) {
@@ -300,7 +250,7 @@ func TestRepresentationErrorModel(t *testing.T) {
 				sort.Slice(fs, func(i, j int) bool { return fs[i] < fs[j] })
 				for _, f := range fs {
 					e := per[f]
-					want, lo, hi, ok := formatTheory(f)
+					want, lo, hi, ok := formatTheory(f, e.modelRel())
 					if !ok {
 						t.Errorf("%s: no error model for stored format %s", p, f)
 						continue

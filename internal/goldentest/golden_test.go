@@ -10,48 +10,19 @@ import (
 	"github.com/ninfer/ninfer/pkg/golden"
 )
 
-const (
-	// fp32Tol is the fp32-path tolerance against transformers' float32
-	// logits (scripts/golden/README.md: the independent float64 formula
-	// implementation agrees with the HF data to ≤ 1e-4; the engine adds its
-	// own fp32 rounding and a different GDN evaluation order).
-	fp32Tol = 2e-3
-	// pathTol bounds the difference of two engine evaluation orders of the
-	// same fp32 arithmetic (chunked prefill vs token-by-token decode; fp32
-	// weights, fp32 KV cache) at every golden position: the bar.
-	// Measured ≤ 6.2e-5 (b_tied_4l) on both ISAs.
-	pathTol = 1e-4
-	// pathTolBF16KV is pathTol with a bf16 KV cache: the two orders give K/V
-	// values that differ by ~1e-6 relative, and an element sitting on a bf16
-	// rounding boundary then rounds to the neighbouring bf16 value (a 2^-8
-	// relative step of one cached element). Measured ≤ 1.8e-4 (AVX2) and
-	// 3.2e-4 (NINFER_CPU_ISA=scalar); bound ~3× that.
-	pathTolBF16KV = 1e-3
-	// pathTolQuant is pathTol for the quantized presets: each is a different
-	// (perturbed) model whose conditioning on the golden ids was not
-	// selected, so the same fp32 noise has a heavier tail. Measured ≤ 6e-5
-	// (AVX2) and 9.6e-5 (scalar, b_tied_4l bf16); bound ~5× that.
-	pathTolQuant = 5e-4
-	// pathRelL2Tol bounds the relative L2 difference of all prefill logits
-	// against decode (the noise floor): measured ≤ 2.9e-6 with an fp32 KV
-	// cache and ≤ 9.5e-6 with bf16 (pathRelL2BF16KV) on both ISAs.
-	pathRelL2Tol    = 1e-5
-	pathRelL2BF16KV = 3e-5
-	// randomMaxTol and randomRelL2Tol bound the same two evaluation orders
-	// on fresh random id sequences (no margin selection as for the golden
-	// ids): the noise is the same (rel-L2 ≤ 3.3e-6 over 480 random runs)
-	// but its tail is heavier (max |Δ| up to 3.4e-4, at any position).
-	// Bounds: ~3× both.
-	randomMaxTol   = 1e-3
-	randomRelL2Tol = 1e-5
-	// reprMaxTol and reprRelL2Tol bound quantized kernels against fp32
-	// kernels on the decoded weights: the same products summed in another
-	// order (per-group partial sums times the group scale). Measured max
-	// ≤ 2.1e-5 with the AVX2 kernels and 1.14e-4 with NINFER_CPU_ISA=scalar
-	// (a_untied_6l groupwise-int, one continuation row), rel-L2 ≤ 1e-6.
-	reprMaxTol   = 5e-4
-	reprRelL2Tol = 1e-5
-)
+// fp32Tol is the fp32-path tolerance against transformers' float32 logits
+// (scripts/golden/README.md: the independent float64 formula implementation
+// agrees with the HF data to ≤ 1e-4; the engine adds its own fp32 rounding
+// and a different GDN evaluation order): the fixed bar. Every other
+// bound of this package is derived per case (derived_test.go).
+const fp32Tol = 2e-3
+
+// exactPathBar is the other fixed bar of the exact path: chunked prefill
+// and token-by-token decode with fp32 weights and an fp32 KV cache agree
+// within 1e-4 absolute at every position (measured ≤ 6.2e-5 on the
+// committed cases); it applies on top of the derived bound (the smaller
+// of the two is asserted).
+const exactPathBar = 1e-4
 
 // seeded returns a per-run random source (NINFER_TEST_SEED replays one).
 var seeded = numtest.Seeded
@@ -155,11 +126,13 @@ func prefillAll(t *testing.T, s *engine.Sequence, ids []int32, V int) [][]float3
 
 // TestChunkedPrefillMatchesDecode: prefill in chunks of 128 (136 = 128 + 8),
 // 256 and 1024 (one chunk) gives the logits of token-by-token decode of the
-// same ids at every position — within pathTol for fp32 weights with an fp32
-// KV cache, pathTolQuant for every quantized preset (fp32 KV: the multi-row
-// and one-row quantized kernels agree), pathTolBF16KV for fp32 weights with
-// the default bf16 cache, and pathRelL2Tol / pathRelL2BF16KV overall. A last-row-only prefill
-// gives the same last row, and Reset + prefill again is bit-identical.
+// same ids at every position, within the derived bound of two evaluation
+// orders (orderBound: max |Δ| and rel-L2) of the model at hand — fp32
+// weights with an fp32 KV cache, every quantized preset with an fp32 cache
+// (the multi-row and one-row quantized kernels agree), and fp32 weights with
+// the default bf16 cache (whose bound includes K/V elements that round to
+// the neighbouring bf16 value). A last-row-only prefill gives the same last
+// row, and Reset + prefill again is bit-identical.
 func TestChunkedPrefillMatchesDecode(t *testing.T) {
 	type run struct{ preset, kv string }
 	runs := []run{{"fp32", "fp32"}, {"fp32", "bf16"}}
@@ -171,13 +144,12 @@ func TestChunkedPrefillMatchesDecode(t *testing.T) {
 			t.Run(c.Manifest.Name+"/"+r.preset+"/kv="+r.kv, func(t *testing.T) {
 				ids := i32(c.Manifest.IDs)
 				V := c.Manifest.VocabSize
-				tol, relTol := pathTol, pathRelL2Tol
-				switch {
-				case r.kv == "bf16":
-					tol, relTol = pathTolBF16KV, pathRelL2BF16KV
-				case r.preset != "fp32":
-					tol = pathTolQuant
+				ob := orderBound(t, c, r.preset, r.kv)
+				tol, relTol := ob.max, ob.relL2
+				if r.preset == "fp32" && r.kv == "fp32" {
+					tol = min(tol, exactPathBar)
 				}
+				t.Logf("derived bound (orderBound): %s", ob)
 				dec := open(t, c, r.preset, engine.Options{PrefillChunk: 128, KVDtype: r.kv}, asStored)
 				ref := decodeAll(t, dec.seq, ids)
 				for i, chunk := range []int{128, 256, 1024} {
@@ -188,7 +160,7 @@ func TestChunkedPrefillMatchesDecode(t *testing.T) {
 					rel := relL2(got, ref)
 					t.Logf("chunk %4d (logits rows %4d): max |prefill − decode| %.3g at position %d, rel-L2 %.3g", chunk, lr, d, at, rel)
 					if !(d <= tol) || !(rel <= relTol) {
-						t.Errorf("chunk %d: max |prefill − decode| %.4g at position %d (bound %.g), rel-L2 %.3g (bound %.g)",
+						t.Errorf("chunk %d: max |prefill − decode| %.4g at position %d (bound %.3g), rel-L2 %.3g (bound %.3g)",
 							chunk, d, at, tol, rel, relTol)
 					}
 					again := prefillAll(t, md.seq, ids, V)
@@ -202,8 +174,8 @@ func TestChunkedPrefillMatchesDecode(t *testing.T) {
 					if err != nil {
 						t.Fatalf("chunk %d: last-row prefill: %v", chunk, err)
 					}
-					if d, _ := golden.Compare(last, got[len(ids)-1]); !(d <= pathTol) {
-						t.Errorf("chunk %d: last-row prefill differs from the all-logits last row by %.4g", chunk, d)
+					if d, _ := golden.Compare(last, got[len(ids)-1]); !(d <= tol) {
+						t.Errorf("chunk %d: last-row prefill differs from the all-logits last row by %.4g (bound %.3g)", chunk, d, tol)
 					}
 				}
 			})
@@ -213,8 +185,10 @@ func TestChunkedPrefillMatchesDecode(t *testing.T) {
 
 // TestInterleavedPrefillDecodeRandom: a fresh random id sequence of random
 // length is run as prefill / token-by-token decode / prefill (segments of
-// random length, chunk 128) and must match pure token-by-token decode
-// (randomMaxTol, randomRelL2Tol) at every position: state carried across
+// random length, chunk 128) and must match pure token-by-token decode at
+// every position within the derived order bound of the same ids
+// (orderBoundIDs: the random ids have no margin selection, so the twins run
+// on them rather than on the golden ids): state carried across
 // calls (KV positions, GDN recurrent and conv state, DeltaChunked chunk
 // boundaries not aligned to the call boundaries) is the same as in the
 // one-token path. A wrong carried state shows as O(1) differences.
@@ -254,10 +228,11 @@ func TestInterleavedPrefillDecodeRandom(t *testing.T) {
 			}
 			d, at := rowsDiff(t, "interleaved vs decode", got, ref)
 			rel := relL2(got, ref)
-			t.Logf("n %d, prefill [0,%d) decode [%d,%d) prefill [%d,%d): max |Δ| %.3g at %d, rel-L2 %.3g", n, a, a, b, b, n, d, at, rel)
-			if !(d <= randomMaxTol) || !(rel <= randomRelL2Tol) {
-				t.Errorf("interleaved vs decode: max |Δ| %.4g at position %d (bound %.g), rel-L2 %.3g (bound %.g); n %d, segments %d/%d",
-					d, at, randomMaxTol, rel, randomRelL2Tol, n, a, b)
+			ob := orderBoundIDs(t, c, ids)
+			t.Logf("n %d, prefill [0,%d) decode [%d,%d) prefill [%d,%d): max |Δ| %.3g at %d, rel-L2 %.3g (derived bound %s)", n, a, a, b, b, n, d, at, rel, ob)
+			if !(d <= ob.max) || !(rel <= ob.relL2) {
+				t.Errorf("interleaved vs decode: max |Δ| %.4g at position %d (bound %.3g), rel-L2 %.3g (bound %.3g); n %d, segments %d/%d",
+					d, at, ob.max, rel, ob.relL2, n, a, b)
 			}
 			if md.seq.Pos() != n {
 				t.Errorf("sequence position %d after %d tokens", md.seq.Pos(), n)
@@ -272,8 +247,11 @@ var quantPresets = []string{"bf16", "q8", "groupwise-int", "nvfp4-mlp", "fp8"}
 // TestQuantizedKernelsMatchRepresentedWeights: for every quantized preset,
 // the engine on the stored artifact (quantized kernels) equals the engine on
 // the same artifact with every tensor decoded to fp32 by pkg/format's
-// reference decoder (fp32 kernels) within reprMaxTol / reprRelL2Tol on every
-// trace row, with the same argmax everywhere. So the deviations measured
+// reference decoder (fp32 kernels) within the derived order bound of the
+// preset (the same products summed in another order: per-group partial sums
+// times the group scale; orderBound) on every trace row, with the same
+// argmax on every row whose top-1/top-2 margin exceeds twice that bound. So
+// the deviations measured
 // against transformers are entirely representation error of the weights,
 // not kernel error.
 func TestQuantizedKernelsMatchRepresentedWeights(t *testing.T) {
@@ -283,13 +261,15 @@ func TestQuantizedKernelsMatchRepresentedWeights(t *testing.T) {
 				st, dc := trace(t, c, p, "fp32", asStored), trace(t, c, p, "fp32", asDecoded)
 				d, at := rowsDiff(t, "stored vs decoded", st, dc)
 				rel := relL2(st, dc)
-				t.Logf("max |stored − decoded| %.3g at row %d, rel-L2 %.3g", d, at, rel)
-				if !(d <= reprMaxTol) || !(rel <= reprRelL2Tol) {
-					t.Errorf("stored vs decoded: max |Δ| %.4g at row %d (bound %.g), rel-L2 %.3g (bound %.g)", d, at, reprMaxTol, rel, reprRelL2Tol)
+				ob := orderBound(t, c, p, "fp32")
+				t.Logf("max |stored − decoded| %.3g at row %d, rel-L2 %.3g (derived bound %s)", d, at, rel, ob)
+				if !(d <= ob.max) || !(rel <= ob.relL2) {
+					t.Errorf("stored vs decoded: max |Δ| %.4g at row %d (bound %.3g), rel-L2 %.3g (bound %.3g)", d, at, ob.max, rel, ob.relL2)
 				}
 				for r := range st {
-					if golden.Argmax(st[r]) != golden.Argmax(dc[r]) {
-						t.Errorf("row %d: argmax %d (stored) vs %d (decoded)", r, golden.Argmax(st[r]), golden.Argmax(dc[r]))
+					if golden.Argmax(st[r]) != golden.Argmax(dc[r]) && top2Margin(dc[r]) > 2*ob.max {
+						t.Errorf("row %d: argmax %d (stored) vs %d (decoded), top-1/top-2 margin %.3g", r,
+							golden.Argmax(st[r]), golden.Argmax(dc[r]), top2Margin(dc[r]))
 					}
 				}
 			})

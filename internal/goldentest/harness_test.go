@@ -77,27 +77,69 @@ var (
 	backendCache   onceCache[backend.Backend]
 )
 
-// cases loads every committed golden case (once).
+// ExtraEnv names the environment variable that adds golden cases to every
+// test of this package: a list of directories (separated like PATH), each
+// either a case directory (holding golden.json) or a directory of case
+// directories in the testdata/golden layout (scripts/golden/make_golden.py
+// --extra-seed N --out DIR writes such cases). Every bound of the tests is
+// derived from the case's own data (derived_test.go), so an extra case needs
+// no calibrated constants.
+const ExtraEnv = "NINFER_GOLDEN_EXTRA"
+
+// caseDirs returns the committed case directories followed by those named
+// by ExtraEnv.
+func caseDirs() ([]string, error) {
+	root, err := golden.Root()
+	if err != nil {
+		return nil, err
+	}
+	dirs, err := golden.Cases(root)
+	if err != nil {
+		return nil, err
+	}
+	if len(dirs) == 0 {
+		return nil, fmt.Errorf("no golden cases under %s", root)
+	}
+	for _, e := range filepath.SplitList(os.Getenv(ExtraEnv)) {
+		if e == "" {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(e, golden.ManifestName)); err == nil {
+			dirs = append(dirs, e)
+			continue
+		}
+		more, err := golden.Cases(e)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", ExtraEnv, err)
+		}
+		if len(more) == 0 {
+			return nil, fmt.Errorf("%s: no golden case (directory with %s) in %s", ExtraEnv, golden.ManifestName, e)
+		}
+		dirs = append(dirs, more...)
+	}
+	return dirs, nil
+}
+
+// cases loads every committed golden case and those named by ExtraEnv
+// (once). Case names must be unique: they key the artifact and trace caches.
 func cases(t *testing.T) []*golden.Case {
 	t.Helper()
 	cs, err := casesCache.get("", func() ([]*golden.Case, error) {
-		root, err := golden.Root()
+		dirs, err := caseDirs()
 		if err != nil {
 			return nil, err
-		}
-		dirs, err := golden.Cases(root)
-		if err != nil {
-			return nil, err
-		}
-		if len(dirs) == 0 {
-			return nil, fmt.Errorf("no golden cases under %s", root)
 		}
 		var out []*golden.Case
+		seen := map[string]string{}
 		for _, d := range dirs {
 			c, err := golden.Load(d)
 			if err != nil {
 				return nil, err
 			}
+			if prev, ok := seen[c.Manifest.Name]; ok {
+				return nil, fmt.Errorf("case name %q in both %s and %s", c.Manifest.Name, prev, d)
+			}
+			seen[c.Manifest.Name] = d
 			out = append(out, c)
 		}
 		return out, nil
@@ -160,6 +202,7 @@ func artifactE(c *golden.Case, preset string) (artifactInfo, error) {
 // model is an engine over one converted artifact.
 type model struct {
 	w   *loader.Weights
+	ew  engine.Weights // what the engine was built on (w, or a view of it): give it to LoadMTP
 	eng *engine.Engine
 	seq *engine.Sequence
 }
@@ -192,6 +235,18 @@ func (v variant) String() string {
 		return "decoded"
 	}
 	return "stored"
+}
+
+// view turns an opened artifact into the engine's input; nil is the
+// artifact as stored.
+type view func(*loader.Weights) engine.Weights
+
+// view returns the engine input of a variant.
+func (v variant) view() view {
+	if v == asDecoded {
+		return func(w *loader.Weights) engine.Weights { return decodedWeights{w} }
+	}
+	return nil
 }
 
 // decodedWeights presents every tensor of an artifact as fp32.
@@ -237,6 +292,12 @@ func openE(c *golden.Case, preset string, o engine.Options, v variant) (*model, 
 
 // openOnE opens case c with the named preset on backend be.
 func openOnE(be backend.Backend, c *golden.Case, preset string, o engine.Options, v variant) (*model, error) {
+	return openViewOnE(be, c, preset, o, v.String(), v.view())
+}
+
+// openViewOnE opens case c with the named preset on backend be through
+// view vw (named what in errors; nil: as stored).
+func openViewOnE(be backend.Backend, c *golden.Case, preset string, o engine.Options, name string, vw view) (*model, error) {
 	a, err := artifactE(c, preset)
 	if err != nil {
 		return nil, err
@@ -244,15 +305,16 @@ func openOnE(be backend.Backend, c *golden.Case, preset string, o engine.Options
 	if o.MaxContext == 0 {
 		o.MaxContext = 512
 	}
-	what := fmt.Sprintf("case %s preset %s (%s) kv %q chunk %d", c.Manifest.Name, preset, v, o.KVDtype, o.PrefillChunk)
+	what := fmt.Sprintf("case %s preset %s (%s) kv %q chunk %d", c.Manifest.Name, preset, name, o.KVDtype, o.PrefillChunk)
 	m := &model{}
 	if m.w, err = loader.OpenWeights(a.path); err != nil {
 		return nil, fmt.Errorf("%s: open weights: %w", what, err)
 	}
 	var w engine.Weights = m.w
-	if v == asDecoded {
-		w = decodedWeights{m.w}
+	if vw != nil {
+		w = vw(m.w)
 	}
+	m.ew = w
 	if m.eng, err = engine.New(w, be, o); err != nil {
 		m.close()
 		return nil, fmt.Errorf("%s: engine: %w", what, err)
@@ -287,9 +349,18 @@ func rows(flat []float32, V int) [][]float32 {
 // steps of Continuation[0..30]. Row T−1+i is the step that predicts
 // Continuation[i].
 func traceOf(c *golden.Case, preset, kv string, v variant) ([][]float32, error) {
-	key := fmt.Sprintf("%s/%s/%s/%s", c.Manifest.Name, preset, kv, v)
+	return viewTraceOf(c, preset, kv, v.String(), v.view())
+}
+
+// viewTraceOf is traceOf through view vw, cached under its name.
+func viewTraceOf(c *golden.Case, preset, kv, name string, vw view) ([][]float32, error) {
+	key := fmt.Sprintf("%s/%s/%s/%s", c.Manifest.Name, preset, kv, name)
 	return traceCache.get(key, func() ([][]float32, error) {
-		md, err := openE(c, preset, engine.Options{PrefillChunk: 1024, KVDtype: kv, LogitsRows: 64}, v)
+		be, err := cpuE()
+		if err != nil {
+			return nil, err
+		}
+		md, err := openViewOnE(be, c, preset, engine.Options{PrefillChunk: 1024, KVDtype: kv, LogitsRows: 64}, name, vw)
 		if err != nil {
 			return nil, err
 		}
@@ -399,7 +470,12 @@ func (a *acc) fill(m *metrics) {
 // the greedy agreement length.
 func measure(t *testing.T, c *golden.Case, preset, kv string) *metrics {
 	t.Helper()
-	tr := trace(t, c, preset, kv, asStored)
+	return measureTrace(t, c, trace(t, c, preset, kv, asStored), preset, kv)
+}
+
+// measureTrace is measure of a given trace of case c.
+func measureTrace(t *testing.T, c *golden.Case, tr [][]float32, preset, kv string) *metrics {
+	t.Helper()
 	ids, cont := c.Manifest.IDs, c.Manifest.Continuation
 	T := len(ids)
 	var a acc
@@ -427,14 +503,23 @@ func measure(t *testing.T, c *golden.Case, preset, kv string) *metrics {
 // with the target's final-normed hidden state at t, the golden MTP row
 // convention.
 func mtpTraceOf(c *golden.Case, preset, kv string, chunk int) ([][]float32, error) {
-	key := fmt.Sprintf("mtp/%s/%s/%s/%d", c.Manifest.Name, preset, kv, chunk)
+	return mtpViewTraceOf(c, preset, kv, chunk, asStored.String(), nil)
+}
+
+// mtpViewTraceOf is mtpTraceOf through view vw, cached under its name.
+func mtpViewTraceOf(c *golden.Case, preset, kv string, chunk int, name string, vw view) ([][]float32, error) {
+	key := fmt.Sprintf("mtp/%s/%s/%s/%d/%s", c.Manifest.Name, preset, kv, chunk, name)
 	return traceCache.get(key, func() ([][]float32, error) {
-		md, err := openE(c, preset, engine.Options{MaxContext: 512, PrefillChunk: chunk, KVDtype: kv, LogitsRows: 64}, asStored)
+		be, err := cpuE()
+		if err != nil {
+			return nil, err
+		}
+		md, err := openViewOnE(be, c, preset, engine.Options{MaxContext: 512, PrefillChunk: chunk, KVDtype: kv, LogitsRows: 64}, name, vw)
 		if err != nil {
 			return nil, err
 		}
 		defer md.close()
-		m, err := md.eng.LoadMTP(md.w, engine.MTPOptions{})
+		m, err := md.eng.LoadMTP(md.ew, engine.MTPOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", key, err)
 		}
@@ -470,7 +555,12 @@ func mtpTrace(t *testing.T, c *golden.Case, preset, kv string, chunk int) [][]fl
 // chunk boundary) with every stored golden MTP row.
 func measureMTP(t *testing.T, c *golden.Case, preset, kv string) *metrics {
 	t.Helper()
-	tr := mtpTrace(t, c, preset, kv, 128)
+	return measureMTPTrace(t, c, mtpTrace(t, c, preset, kv, 128), preset, kv)
+}
+
+// measureMTPTrace is measureMTP of a given MTP trace of case c.
+func measureMTPTrace(t *testing.T, c *golden.Case, tr [][]float32, preset, kv string) *metrics {
+	t.Helper()
 	var a acc
 	a.addStored(t, c.Manifest.Name, tr, c.MTPLogitsAt, len(c.MTPLogits), "MTP row %d", "MTP")
 	m := &metrics{Case: c.Manifest.Name, Preset: preset, KV: kv, Fallbacks: artifact(t, c, preset).fallbacks}

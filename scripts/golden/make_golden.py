@@ -11,6 +11,10 @@ Check that a re-run reproduces the committed files (writes nothing):
 
     scripts/golden/.venv/bin/python scripts/golden/make_golden.py --out testdata/golden --check
 
+Extra random cases for the Go tests (not committed; NINFER_GOLDEN_EXTRA=<dir> go test ./internal/goldentest):
+
+    python3 scripts/golden/make_golden.py --out /tmp/golden-extra --extra-seed 6 --extra-seed 9
+
 For each tiny random Qwen3.5 config (CONFIGS below) it writes testdata/golden/<name>/:
 
     config.json           HF text config (Qwen3_5ForCausalLM, model_type qwen3_5_text, mtp_num_hidden_layers 1)
@@ -110,6 +114,45 @@ CONFIGS = [
         seed=0, seq_len=136, keep_rows=16, gen_tokens=64,
     ),
 ]
+
+
+def extra_spec(n):
+    """A random config for --extra-seed n: layer layout, attention and GDN head shapes, widths, vocab,
+    tying, RoPE and prompt length all drawn from n (deterministic; not a committed case). Model weights
+    and ids are seeded from n like the committed cases' from their seed."""
+    import random
+    r = random.Random(n)
+    L = r.randint(2, 6)
+    while True:
+        lt = [r.choice([LIN, FULL]) for _ in range(L)]
+        if LIN in lt and FULL in lt:
+            break
+    nkv = r.choice([1, 2])
+    nh = nkv * r.choice([1, 2, 4])
+    hd = r.choice([16, 32, 64, 128])
+    prf = r.choice([f for f in (0.25, 0.5, 1.0) if (hd * f) % 2 == 0 and hd * f >= 4])
+    nk = r.choice([1, 2])
+    nv = nk * r.choice([1, 2, 3])
+    dk = r.choice([16, 24, 32])
+    H = r.choice([64, 96, 128])
+    I = r.choice([64, 128, 192, 256])
+    V = r.choice([256, 320, 384, 512, 640])
+    tied = r.random() < 0.5
+    T = r.randint(100, 200)
+    keep = r.choice([None, 16, 32])
+    theta = r.choice([1e4, 1e6, 1e7])
+    code = "".join("f" if t == FULL else "l" for t in lt)
+    return dict(
+        name=f"x{n}_{code}",
+        description=f"random config from --extra-seed {n}: {L} layers {code}, {'tied' if tied else 'untied'}, "
+        f"attention {nh}/{nkv}/{hd} (rotary factor {prf}, theta {theta:g}), GDN {nk}/{nv}/{dk}/{dk}, "
+        f"H {H}, I {I}, V {V}, T {T}",
+        seed=n, vocab_size=V, hidden_size=H, intermediate_size=I, layer_types=lt,
+        num_attention_heads=nh, num_key_value_heads=nkv, head_dim=hd,
+        partial_rotary_factor=prf, rope_theta=theta,
+        linear_num_key_heads=nk, linear_num_value_heads=nv, linear_key_head_dim=dk, linear_value_head_dim=dk,
+        tie_word_embeddings=tied, seq_len=T, keep_rows=keep,
+    )
 
 
 def log(*a):
@@ -637,11 +680,26 @@ def main():
     ap.add_argument("--check", action="store_true",
                     help="regenerate into a temp dir twice and compare with --out; write nothing")
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    ap.add_argument("--extra-seed", type=int, action="append", metavar="N",
+                    help="instead of CONFIGS, build the random config extra_spec(N) (repeatable); for "
+                    "NINFER_GOLDEN_EXTRA=<--out> go test ./internal/goldentest, not for testdata/golden")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.use_deterministic_algorithms(True)
     transformers.logging.set_verbosity_error()
-    specs = [s for s in CONFIGS if not args.only or s["name"] in args.only]
+    if args.extra_seed:
+        if args.only:
+            sys.exit("make_golden: --extra-seed and --only exclude each other")
+        if os.path.abspath(args.out) == os.path.abspath("testdata/golden"):
+            sys.exit("make_golden: --extra-seed cases are not committed cases: give another --out")
+        global COMMAND
+        COMMAND = (f"python3 scripts/golden/make_golden.py --out {args.out} "
+                   + " ".join(f"--extra-seed {n}" for n in args.extra_seed))
+        specs = [extra_spec(n) for n in args.extra_seed]
+        for s in specs:
+            log(f"{s['name']}: {s['description']}")
+    else:
+        specs = [s for s in CONFIGS if not args.only or s["name"] in args.only]
     if args.only and len(specs) != len(args.only):
         sys.exit(f"make_golden: unknown case in --only {args.only}")
 
