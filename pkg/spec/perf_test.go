@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/ninfer/ninfer/internal/numtest"
-	"github.com/ninfer/ninfer/pkg/corpus"
 	"github.com/ninfer/ninfer/internal/testfixture"
+	"github.com/ninfer/ninfer/pkg/corpus"
 	"github.com/ninfer/ninfer/pkg/engine"
 	"github.com/ninfer/ninfer/pkg/testmodel"
 )
