@@ -5,13 +5,14 @@ BUILD   ?= build
 PKGS    := ./...
 TESTFLAGS ?= -count=1 -timeout 20m
 
-.PHONY: help build install test vet fmt-check testmodel demo bench fuzz clean \
+.PHONY: help build install test test-race vet fmt-check testmodel demo bench fuzz clean \
 	cuda cuda-toolchain cuda-kernels cuda-check test-cuda-sim test-simt test-cuda-driver ci-cuda device-bundle device-bundle-link
 
 help:
 	@echo "make build      build every tool into $(BIN)/"
 	@echo "make install    go install ./cmd/..."
 	@echo "make test       gofmt check, go vet, go test (the CI command)"
+	@echo "make test-race  the signal- and file-handling packages under -race (CI runs it too)"
 	@echo "make testmodel  generate the tiny random Qwen3.5 model and convert it ($(BUILD)/tiny.ninfer)"
 	@echo "make demo       main job: bench | report (plain, MTP, two recipes) and a continuation on the default model, CPU backend"
 	@echo "make bench      Go benchmarks (see docs/PERF.md)"
@@ -38,6 +39,12 @@ vet:
 test: fmt-check vet
 	$(GO) test $(TESTFLAGS) $(PKGS)
 
+# The packages that handle stopping signals and write files, under the race
+# detector (CI runs it after make test; the signal tests drive the real binaries).
+RACE_PKGS ?= ./pkg/cliutil ./cmd/ninfer-bench ./cmd/ninfer-run ./cmd/ninfer-convert ./cmd/ninfer-report ./pkg/artifact
+test-race:
+	$(GO) test -race $(TESTFLAGS) $(RACE_PKGS)
+
 $(BUILD)/tiny-hf/config.json:
 	@mkdir -p $(BUILD)
 	$(GO) run ./cmd/ninfer-testmodel --force $(BUILD)/tiny-hf
@@ -63,6 +70,15 @@ FUZZTIME ?= 10m
 fuzz:
 	$(GO) test ./pkg/artifact -run '^$$' -fuzz FuzzOpen -fuzztime $(FUZZTIME) -fuzzminimizetime 2s -parallel 1
 	$(GO) test ./pkg/safetensors -run '^$$' -fuzz FuzzOpen -fuzztime $(FUZZTIME) -fuzzminimizetime 2s -parallel 1
+	$(GO) test ./pkg/artifact -run '^$$' -fuzz '^FuzzTextConfig$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s -parallel 1
+	$(GO) test ./pkg/benchfmt -run '^$$' -fuzz '^FuzzParseLine$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s -parallel 1
+	$(GO) test ./pkg/benchfmt -run '^$$' -fuzz '^FuzzDecodeDocument$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s -parallel 1
+	$(GO) test ./pkg/report -run '^$$' -fuzz '^FuzzReadFiles$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s -parallel 1
+	$(GO) test ./pkg/tokenizer -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s -parallel 1
+	$(GO) test ./pkg/tokenizer -run '^$$' -fuzz '^FuzzGenerationConfig$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s -parallel 1
+	$(GO) test ./pkg/qwen35 -run '^$$' -fuzz '^FuzzParseHFConfig$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s -parallel 1
+	$(GO) test ./pkg/corpus -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s -parallel 1
+	$(GO) test ./pkg/chat -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s -parallel 1
 
 clean:
 	rm -rf $(BIN) $(BUILD)

@@ -2,7 +2,10 @@ package benchfmt
 
 import (
 	"fmt"
+	"math"
+	"math/big"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/tidwall/gjson"
@@ -177,11 +180,30 @@ func (o *obj) f64(k string) float64 {
 		o.d.fail(join(o.path, k), "want number, got %s", typeName(v))
 		return 0
 	}
-	f, err := strconv.ParseFloat(v.Raw, 64)
+	f, err := parseDouble(v.Raw)
 	if err != nil {
 		o.d.fail(join(o.path, k), "bad number %s", v.Raw)
 	}
 	return f
+}
+
+// maxDouble10 is FormatDouble(math.MaxFloat64), "1.797693135e+308": %.10g
+// rounds the largest double up past the range, so a reader must take that
+// spelling back as the largest double.
+var maxDouble10, _ = new(big.Float).SetString("1.797693135e+308")
+
+// parseDouble parses a JSON number as FormatDouble wrote it: a value whose
+// magnitude is above MaxFloat64 but at most maxDouble10 (the 10-digit
+// rounding of ±MaxFloat64) reads as ±MaxFloat64; anything larger is out of
+// range (strconv.ErrRange).
+func parseDouble(raw string) (float64, error) {
+	f, err := strconv.ParseFloat(raw, 64)
+	if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange && math.IsInf(f, 0) {
+		if r, ok := new(big.Float).SetString(strings.TrimPrefix(raw, "-")); ok && r.Cmp(maxDouble10) <= 0 {
+			return math.Copysign(math.MaxFloat64, f), nil
+		}
+	}
+	return f, err
 }
 
 func (o *obj) optF64(k string) *float64 {

@@ -35,7 +35,7 @@ func Round10(v float64) float64 {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return v
 	}
-	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 10, 64), 64)
+	r, _ := parseDouble(strconv.FormatFloat(v, 'g', 10, 64)) // ±MaxFloat64 rounds past the range: read back as itself
 	return r
 }
 

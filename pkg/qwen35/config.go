@@ -82,6 +82,16 @@ func (c Config) layersOf(kind string) []int {
 	return out
 }
 
+// Size limits of a config, far above any real model (the largest have a
+// few hundred layers and tensors of a few 10⁹ elements) and low enough that
+// every byte count the planner and the converter derive from a config fits
+// in an int64: a config.json of a few bytes cannot make them allocate or
+// overflow.
+const (
+	MaxLayers         = 1024    // num_hidden_layers and mtp_num_hidden_layers
+	MaxTensorElements = 1 << 40 // elements of any one tensor of the inventory
+)
+
 // Validate checks that the config is self-consistent.
 func (c Config) Validate() error {
 	pos := map[string]int{
@@ -98,6 +108,9 @@ func (c Config) Validate() error {
 		if pos[k] <= 0 {
 			return fmt.Errorf("config: %s must be positive, got %d", k, pos[k])
 		}
+	}
+	if c.NumHiddenLayers > MaxLayers {
+		return fmt.Errorf("config: num_hidden_layers %d is more than %d", c.NumHiddenLayers, MaxLayers)
 	}
 	if len(c.LayerTypes) != c.NumHiddenLayers {
 		return fmt.Errorf("config: layer_types has %d entries, num_hidden_layers is %d", len(c.LayerTypes), c.NumHiddenLayers)
@@ -119,8 +132,44 @@ func (c Config) Validate() error {
 	if !(c.RMSNormEps > 0) || !(c.RopeTheta > 0) {
 		return fmt.Errorf("config: rms_norm_eps and rope_theta must be positive")
 	}
-	if c.MTPNumHiddenLayers < 0 {
-		return fmt.Errorf("config: mtp_num_hidden_layers must be ≥ 0")
+	if c.MTPNumHiddenLayers < 0 || c.MTPNumHiddenLayers > MaxLayers {
+		return fmt.Errorf("config: mtp_num_hidden_layers must be in [0, %d], got %d", MaxLayers, c.MTPNumHiddenLayers)
+	}
+	return c.checkSizes()
+}
+
+// checkSizes rejects dimensions whose tensors would have more than
+// MaxTensorElements elements (the products are formed without overflow).
+func (c Config) checkSizes() error {
+	const limit = MaxTensorElements
+	mul := func(xs ...int) int64 { // product of positive ints, limit+1 once it exceeds limit
+		p := int64(1)
+		for _, x := range xs {
+			if int64(x) > limit/p {
+				return limit + 1
+			}
+			p *= int64(x)
+		}
+		return p
+	}
+	H := c.HiddenSize
+	conv := mul(2, c.LinearNumKeyHeads, c.LinearKeyHeadDim) + mul(c.LinearNumValueHeads, c.LinearValueHeadDim)
+	for _, s := range []struct {
+		what string
+		n    int64
+	}{
+		{"vocab_size·hidden_size", mul(c.VocabSize, H)},
+		{"intermediate_size·hidden_size", mul(c.IntermediateSize, H)},
+		{"2·hidden_size·hidden_size", mul(2, H, H)},
+		{"2·num_attention_heads·head_dim·hidden_size", mul(2, c.NumAttentionHeads, c.HeadDim, H)},
+		{"num_key_value_heads·head_dim·hidden_size", mul(c.NumKeyValueHeads, c.HeadDim, H)},
+		{"conv_dim·hidden_size", mul(int(min(conv, limit+1)), H)},
+		{"conv_dim·linear_conv_kernel_dim", mul(int(min(conv, limit+1)), c.LinearConvKernelDim)},
+		{"linear_num_value_heads·linear_value_head_dim·hidden_size", mul(c.LinearNumValueHeads, c.LinearValueHeadDim, H)},
+	} {
+		if s.n > limit {
+			return fmt.Errorf("config: %s is more than %d elements", s.what, int64(limit))
+		}
 	}
 	return nil
 }
@@ -396,6 +445,9 @@ func ParseHFConfigDefaults(data []byte) (Config, Layout, []Default, error) {
 		interval := num("full_attention_interval", text.FullAttentionInterval, DefaultFullAttentionInterval)
 		if interval <= 0 {
 			return Config{}, 0, nil, fmt.Errorf("config.json: full_attention_interval must be positive, got %d", interval)
+		}
+		if c.NumHiddenLayers > MaxLayers { // before deriving that many layer types
+			return Config{}, 0, nil, fmt.Errorf("config.json: num_hidden_layers %d is more than %d", c.NumHiddenLayers, MaxLayers)
 		}
 		c.LayerTypes = make([]string, 0, max(c.NumHiddenLayers, 0))
 		for i := 0; i < c.NumHiddenLayers; i++ {

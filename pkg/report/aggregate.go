@@ -7,6 +7,9 @@ package report
 import (
 	"fmt"
 	"sort"
+	"strconv"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/ninfer/ninfer/pkg/benchfmt"
 )
@@ -215,6 +218,19 @@ func (l Loc) String() string {
 	return fmt.Sprintf("%s:%d", l.File, l.Line)
 }
 
+// shown is s for a message: as is when it is printable text, quoted (Go
+// syntax) when it holds a control or line-breaking character or invalid
+// UTF-8, so that every error and warning stays one line whatever a run id
+// or label in the input holds.
+func shown(s string) string {
+	for _, r := range s {
+		if r == utf8.RuneError || !unicode.IsPrint(r) && r != ' ' {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
+
 type repAt struct {
 	rep benchfmt.Rep
 	loc Loc
@@ -292,13 +308,13 @@ func (c *Collector) Add(loc Loc, l benchfmt.Line) error {
 			t.identLoc, t.hasIdent = loc, true
 		} else if t.label != x.Label || t.kind != x.Kind || t.nPrompt != x.NPrompt || t.nGen != x.NGen || t.request != x.RequestedOutputTokens {
 			return fmt.Errorf("%s: test %d of run %q is %s (%s, P=%d, G=%d) but %s says %s (%s, P=%d, G=%d)",
-				loc, x.TestIndex, x.RunID, x.Label, x.Kind, x.NPrompt, x.NGen, t.identLoc, t.label, t.kind, t.nPrompt, t.nGen)
+				loc, x.TestIndex, x.RunID, shown(x.Label), x.Kind, x.NPrompt, x.NGen, t.identLoc, shown(t.label), t.kind, t.nPrompt, t.nGen)
 		}
 		if t.end != nil && t.end.Label != x.Label {
 			return fmt.Errorf("%s: rep label %q does not match test_end label %q at %s", loc, x.Label, t.end.Label, t.endLoc)
 		}
 		if prev, dup := t.reps[x.RepIndex]; dup {
-			return fmt.Errorf("%s: duplicate rep %d of test %d (%s) in run %q (first at %s)", loc, x.RepIndex, x.TestIndex, x.Label, x.RunID, prev.loc)
+			return fmt.Errorf("%s: duplicate rep %d of test %d (%s) in run %q (first at %s)", loc, x.RepIndex, x.TestIndex, shown(x.Label), x.RunID, prev.loc)
 		}
 		t.reps[x.RepIndex] = repAt{x.Rep, loc}
 	case l.TestEnd != nil:
@@ -355,7 +371,7 @@ func (r *runAcc) aggregate() (Run, error) {
 	for pos, idx := range indexes {
 		ta := r.tests[idx]
 		if int64(pos) != idx {
-			run.Warnings = append(run.Warnings, fmt.Sprintf("run %s: no lines for test index %d", r.id, pos))
+			run.Warnings = append(run.Warnings, fmt.Sprintf("run %s: no lines for test index %d", shown(r.id), pos))
 		}
 		t := benchfmt.Test{Label: ta.label, Kind: ta.kind, NPrompt: ta.nPrompt, NGen: ta.nGen, RequestedOutputTokens: ta.request}
 		if !ta.hasIdent {
@@ -364,7 +380,7 @@ func (r *runAcc) aggregate() (Run, error) {
 				return Run{}, fmt.Errorf("%s: test %d has no rep lines and %w", ta.endLoc, idx, err)
 			}
 			t = benchfmt.Test{Label: ta.end.Label, Kind: kind, NPrompt: p, NGen: g, RequestedOutputTokens: benchfmt.RequestedOutputTokens(kind, g)}
-			run.Warnings = append(run.Warnings, fmt.Sprintf("run %s: test %d (%s) has no rep lines", r.id, idx, t.Label))
+			run.Warnings = append(run.Warnings, fmt.Sprintf("run %s: test %d (%s) has no rep lines", shown(r.id), idx, shown(t.Label)))
 		}
 		repIdx := make([]int64, 0, len(ta.reps))
 		for i := range ta.reps {
@@ -376,15 +392,15 @@ func (r *runAcc) aggregate() (Run, error) {
 			t.Reps[i] = ta.reps[ri].rep
 		}
 		if n := int64(len(repIdx)); n > 0 && repIdx[n-1] != n-1 {
-			run.Warnings = append(run.Warnings, fmt.Sprintf("run %s: test %d (%s) has rep indexes with gaps (%d reps, last index %d)", r.id, idx, t.Label, n, repIdx[n-1]))
+			run.Warnings = append(run.Warnings, fmt.Sprintf("run %s: test %d (%s) has rep indexes with gaps (%d reps, last index %d)", shown(r.id), idx, shown(t.Label), n, repIdx[n-1]))
 		}
 		if reps := r.run.Config.Repetitions; reps > 0 && int64(len(repIdx)) < reps {
-			run.Warnings = append(run.Warnings, fmt.Sprintf("run %s: test %d (%s) has %d of %d reps", r.id, idx, t.Label, len(repIdx), reps))
+			run.Warnings = append(run.Warnings, fmt.Sprintf("run %s: test %d (%s) has %d of %d reps", shown(r.id), idx, shown(t.Label), len(repIdx), reps))
 		}
 		if ta.end != nil {
 			lastWS, lastAlloc = ta.end.WorkspacePeakBytes, ta.end.WorkspaceAllocatorPeakBytes
 		} else {
-			run.Warnings = append(run.Warnings, fmt.Sprintf("run %s: test %d (%s) has no test_end line (interrupted?); workspace peaks = last known values %d/%d", r.id, idx, t.Label, lastWS, lastAlloc))
+			run.Warnings = append(run.Warnings, fmt.Sprintf("run %s: test %d (%s) has no test_end line (interrupted?); workspace peaks = last known values %d/%d", shown(r.id), idx, shown(t.Label), lastWS, lastAlloc))
 		}
 		t.WorkspacePeakBytes, t.WorkspaceAllocatorPeakBytes = lastWS, lastAlloc
 		Summarize(&t)

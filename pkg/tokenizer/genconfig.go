@@ -26,7 +26,7 @@ func ParseGenerationEOS(generationConfigJSON []byte) ([]int32, error) {
 	}
 	var many []int64
 	if err := json.Unmarshal(g.EOS, &many); err != nil {
-		return nil, fmt.Errorf("generation_config.json: eos_token_id must be an integer or an array of integers, got %s", string(g.EOS))
+		return nil, fmt.Errorf("generation_config.json: eos_token_id must be an integer or an array of integers, got %s", oneLineJSON(g.EOS))
 	}
 	out := make([]int32, len(many))
 	for i, v := range many {

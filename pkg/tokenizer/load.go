@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -94,6 +95,9 @@ func Load(tokenizerJSON []byte, tokenizerConfigJSON []byte) (*Tokenizer, error) 
 			return nil, fmt.Errorf("tokenizer.json: added_tokens[%d] (%q): missing id", i, a.Content)
 		}
 		at, err := a.toAdded(*a.ID)
+		if err == nil {
+			err = checkIDSpan(int64(at.ID), len(t.vocab)+len(f.AddedTokens))
+		}
 		if err != nil {
 			return nil, fmt.Errorf("tokenizer.json: added_tokens[%d]: %w", i, err)
 		}
@@ -120,6 +124,9 @@ func Load(tokenizerJSON []byte, tokenizerConfigJSON []byte) (*Tokenizer, error) 
 				return nil, fmt.Errorf("tokenizer_config.json: added_tokens_decoder key %q is not an id", k)
 			}
 			at, err := cfg.AddedTokensDecoder[k].toAdded(id)
+			if err == nil {
+				err = checkIDSpan(int64(at.ID), len(t.vocab)+len(added)+len(keys))
+			}
 			if err != nil {
 				return nil, fmt.Errorf("tokenizer_config.json: added_tokens_decoder[%s]: %w", k, err)
 			}
@@ -134,7 +141,7 @@ func Load(tokenizerJSON []byte, tokenizerConfigJSON []byte) (*Tokenizer, error) 
 		}
 	}
 	if err := t.setAdded(added); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("tokenizer.json: added_tokens: %w", err) // a duplicate id: config entries never are
 	}
 	if len(cfg.EOSToken) > 0 && string(cfg.EOSToken) != "null" {
 		name, err := tokenContent(cfg.EOSToken)
@@ -161,7 +168,7 @@ func tokenContent(raw json.RawMessage) (string, error) {
 		Content *string `json:"content"`
 	}
 	if err := json.Unmarshal(raw, &obj); err != nil || obj.Content == nil {
-		return "", fmt.Errorf("want a string or {\"content\": ...}, got %s", string(raw))
+		return "", fmt.Errorf("want a string or {\"content\": ...}, got %s", oneLineJSON(raw))
 	}
 	return *obj.Content, nil
 }
@@ -180,6 +187,17 @@ func (a addedTokenJSON) toAdded(id int64) (addedToken, error) {
 }
 
 const maxID = 1<<31 - 2
+
+// checkIDSpan bounds the ids of a tokenizer of n tokens (vocab entries plus
+// added tokens). Ids may leave some unused, but the tables indexed by id are
+// sized by the largest one, so without a bound a few bytes of JSON naming id
+// 2³¹−2 would allocate tens of GiB.
+func checkIDSpan(id int64, n int) error {
+	if limit := 4*int64(n) + 1<<16; id >= limit {
+		return fmt.Errorf("id %d is too large for a tokenizer of %d tokens (ids must be below %d)", id, n, limit)
+	}
+	return nil
+}
 
 func (t *Tokenizer) loadModel(m *modelJSON) error {
 	if m.Type != "BPE" {
@@ -205,18 +223,21 @@ func (t *Tokenizer) loadModel(m *modelJSON) error {
 	maxVocab := int64(-1)
 	for s, id := range m.Vocab {
 		if id < 0 || id > maxID {
-			return fmt.Errorf("vocab entry %q: id %d out of range", s, id)
+			return vocabError(m.Vocab)
 		}
 		t.vocab[s] = int32(id)
 		if id > maxVocab {
 			maxVocab = id
 		}
 	}
+	if err := checkIDSpan(maxVocab, len(m.Vocab)); err != nil {
+		return fmt.Errorf("vocab: %w", err)
+	}
 	t.tokens = make([]string, maxVocab+1)
 	t.present = make([]bool, maxVocab+1)
 	for s, id := range t.vocab {
 		if t.present[id] {
-			return fmt.Errorf("vocab: id %d is used by both %q and %q", id, t.tokens[id], s)
+			return vocabError(m.Vocab)
 		}
 		t.tokens[id] = s
 		t.present[id] = true
@@ -256,6 +277,41 @@ func (t *Tokenizer) loadModel(m *modelJSON) error {
 	return nil
 }
 
+// vocabError reports the first bad vocab entry in the order of the token
+// strings, so that the message does not depend on map iteration order: an
+// id out of range, else an id used twice.
+func vocabError(vocab map[string]int64) error {
+	keys := make([]string, 0, len(vocab))
+	for s := range vocab {
+		keys = append(keys, s)
+	}
+	sort.Strings(keys)
+	for _, s := range keys {
+		if id := vocab[s]; id < 0 || id > maxID {
+			return fmt.Errorf("vocab entry %q: id %d out of range", s, id)
+		}
+	}
+	first := make(map[int64]string, len(keys))
+	for _, s := range keys {
+		id := vocab[s]
+		if prev, dup := first[id]; dup {
+			return fmt.Errorf("vocab: id %d is used by both %q and %q", id, prev, s)
+		}
+		first[id] = s
+	}
+	return fmt.Errorf("vocab: inconsistent") // not reached: called only on a bad entry
+}
+
+// oneLineJSON renders a JSON value from the input for a message: compacted,
+// so that the message stays on one line (strings keep their escapes).
+func oneLineJSON(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return strconv.Quote(string(raw))
+	}
+	return b.String()
+}
+
 func parseMerge(raw json.RawMessage) (string, string, error) {
 	if len(raw) > 0 && raw[0] == '"' {
 		var s string
@@ -270,10 +326,10 @@ func parseMerge(raw json.RawMessage) (string, string, error) {
 	}
 	var pair []string
 	if err := json.Unmarshal(raw, &pair); err != nil {
-		return "", "", fmt.Errorf("merge %s is neither \"a b\" nor [a, b]", string(raw))
+		return "", "", fmt.Errorf("merge %s is neither \"a b\" nor [a, b]", oneLineJSON(raw))
 	}
 	if len(pair) != 2 || pair[0] == "" || pair[1] == "" {
-		return "", "", fmt.Errorf("merge %s does not have two tokens", string(raw))
+		return "", "", fmt.Errorf("merge %s does not have two tokens", oneLineJSON(raw))
 	}
 	return pair[0], pair[1], nil
 }
@@ -369,7 +425,8 @@ func (t *Tokenizer) addPreTokenizer(raw json.RawMessage) error {
 		}
 		re, err := regexp2.Compile(pattern, regexp2.None|regexp2.Unicode)
 		if err != nil {
-			return fmt.Errorf("Split pattern %q: %w", pattern, err)
+			// regexp2 ends its message with the raw pattern, shown quoted here
+			return fmt.Errorf("Split pattern %q: %s", pattern, strings.TrimSuffix(err.Error(), " in `"+pattern+"`"))
 		}
 		t.steps = append(t.steps, preStep{re: re, removed: removed, fast: fastKindOf(pattern)})
 		return nil
