@@ -5,13 +5,14 @@ BUILD   ?= build
 PKGS    := ./...
 TESTFLAGS ?= -count=1 -timeout 20m
 
-.PHONY: help build install test test-race vet fmt-check testmodel demo bench fuzz clean \
+.PHONY: help build install test test-race test-seeds vet fmt-check testmodel demo bench fuzz clean \
 	cuda cuda-toolchain cuda-kernels cuda-check test-cuda-sim test-simt test-cuda-driver ci-cuda device-bundle device-bundle-link
 
 help:
 	@echo "make build      build every tool into $(BIN)/"
 	@echo "make install    go install ./cmd/..."
 	@echo "make test       gofmt check, go vet, go test (the CI command)"
+	@echo "make test-seeds N=300  the randomized op tests of every backend here under N fresh base seeds (not CI; RUN=, SIM=0)"
 	@echo "make test-race  the signal- and file-handling packages under -race (CI runs it too)"
 	@echo "make testmodel  generate the tiny random Qwen3.5 model and convert it ($(BUILD)/tiny.ninfer)"
 	@echo "make demo       main job: bench | report (plain, MTP, two recipes) and a continuation on the default model, CPU backend"
@@ -44,6 +45,13 @@ test: fmt-check vet
 RACE_PKGS ?= ./pkg/cliutil ./cmd/ninfer-bench ./cmd/ninfer-run ./cmd/ninfer-convert ./cmd/ninfer-report ./pkg/artifact
 test-race:
 	$(GO) test -race $(TESTFLAGS) $(RACE_PKGS)
+
+# Seed sweep (not CI): run before landing a kernel or tolerance change and
+# record the summary in docs/ACCURACY.md.
+N ?= 100
+SIM ?= 1
+test-seeds:
+	scripts/test-seeds.sh -n $(N) $(if $(RUN),-run '$(RUN)') $(if $(filter 0,$(SIM)),-no-sim)
 
 $(BUILD)/tiny-hf/config.json:
 	@mkdir -p $(BUILD)

@@ -1,6 +1,6 @@
 // Package numtest holds numeric test helpers shared by the tests of several
-// packages: a per-run seeded random source that can be replayed
-// (NINFER_TEST_SEED), a tolerance check of float32 results against a float64
+// packages: deterministic random sources derived from a base seed and each
+// test's name and case (NINFER_TEST_SEED sets another base), a tolerance check of float32 results against a float64
 // reference (named presets, tail caps, relative L2, non-finite values fail),
 // random token ids, float32→float64 widening, and reference decoders of the
 // half-precision and FP8 formats.
@@ -12,36 +12,142 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
+	"runtime/debug"
 	"strconv"
+	"strings"
 	"testing"
-	"time"
 )
 
-// SeedEnv names the environment variable that replays a logged seed.
+// SeedEnv names the environment variable that overrides the base seed.
 const SeedEnv = "NINFER_TEST_SEED"
 
-// Seed returns a fresh per-run seed, or the one in NINFER_TEST_SEED when it
-// is set (a malformed value fails the test). The seed is logged together
-// with the way to replay it.
-func Seed(t testing.TB) uint64 {
+// DefaultBase is the base seed every test derives its own seed from when
+// NINFER_TEST_SEED is unset, so two runs of the same commit draw the same
+// inputs (CI is deterministic; fresh bases are for make test-seeds).
+const DefaultBase uint64 = 0x6e696e6665720015
+
+// Base returns the base seed: NINFER_TEST_SEED when set (a malformed value
+// fails the test), else DefaultBase.
+func Base(t testing.TB) uint64 {
 	t.Helper()
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv(SeedEnv); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("%s=%q: %v", SeedEnv, s, err)
-		}
-		seed = v
+	s := os.Getenv(SeedEnv)
+	if s == "" {
+		return DefaultBase
 	}
-	t.Logf("seed %d (replay with %s=%d)", seed, SeedEnv, seed)
-	return seed
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		t.Fatalf("%s=%q: not an unsigned 64-bit integer: %v", SeedEnv, s, err)
+	}
+	return v
 }
 
-// Seeded returns a random source seeded by Seed.
+// Derive mixes the base seed with a test's name and any case keys into one
+// seed (FNV-1a over the strings, finished with splitmix64). Equal inputs give
+// equal seeds on every run and machine; the seed of one key never depends on
+// which other keys (backends, cases) exist.
+func Derive(base uint64, name string, keys ...string) uint64 {
+	h := uint64(14695981039346656037)
+	mix := func(s string) {
+		for i := 0; i < len(s); i++ {
+			h ^= uint64(s[i])
+			h *= 1099511628211
+		}
+		h ^= 0xff // separator: ("ab","c") and ("a","bc") differ
+		h *= 1099511628211
+	}
+	mix(name)
+	for _, k := range keys {
+		mix(k)
+	}
+	z := base ^ h
+	z += 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// Source hands out the random streams of one test: each derived from the
+// base seed, the test's full name and a case key, so a stream's draws never
+// depend on which other streams (backends, cases) the test uses. When the
+// test fails, the base seed and the command that replays it are logged.
+type Source struct {
+	t    testing.TB
+	base uint64
+}
+
+// NewSource returns test t's source of random streams.
+func NewSource(t testing.TB) *Source {
+	t.Helper()
+	s := &Source{t: t, base: Base(t)}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("random inputs from base seed %d; replay: %s", s.base, ReplayCommand(t, s.base))
+		}
+	})
+	return s
+}
+
+// Seed is the seed of the case named by keys.
+func (s *Source) Seed(keys ...string) uint64 { return Derive(s.base, s.t.Name(), keys...) }
+
+// Stream is the random stream of the case named by keys (for example a
+// backend's name, or backend and format).
+func (s *Source) Stream(keys ...string) *rand.Rand {
+	seed := s.Seed(keys...)
+	return rand.New(rand.NewPCG(seed, ^seed))
+}
+
+// Seed returns the seed of test t and the case named by keys (see Source).
+func Seed(t testing.TB, keys ...string) uint64 {
+	t.Helper()
+	return NewSource(t).Seed(keys...)
+}
+
+// Seeded returns the random stream of test t (one stream for the whole test).
 func Seeded(t testing.TB) *rand.Rand {
 	t.Helper()
-	seed := Seed(t)
-	return rand.New(rand.NewPCG(seed, ^seed))
+	return NewSource(t).Stream()
+}
+
+// ReplayCommand is the command line that reruns test t with base seed base.
+func ReplayCommand(t testing.TB, base uint64) string {
+	top := t.Name()
+	if i := strings.IndexByte(top, '/'); i >= 0 {
+		top = top[:i]
+	}
+	tags := ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, kv := range bi.Settings {
+			if kv.Key == "-tags" && kv.Value != "" {
+				tags = " -tags " + kv.Value
+			}
+		}
+	}
+	return fmt.Sprintf("%s=%d go test%s -count=1 -run '^%s$' %s", SeedEnv, base, tags, top, packageDir())
+}
+
+// packageDir is the test's package directory relative to the module root
+// ("./pkg/backend"), or "." when the root cannot be found.
+func packageDir() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "."
+	}
+	for dir := wd; ; {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			rel, err := filepath.Rel(dir, wd)
+			if err != nil || rel == "." {
+				return "."
+			}
+			return "./" + filepath.ToSlash(rel)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "."
+		}
+		dir = parent
+	}
 }
 
 // Tolerance is a named tolerance preset: a result passes when every element

@@ -1,6 +1,7 @@
 package numtest
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -44,15 +45,55 @@ func TestCompare(t *testing.T) {
 	}
 }
 
-func TestSeedReplay(t *testing.T) {
-	t.Setenv(SeedEnv, "12345")
-	if s := Seed(t); s != 12345 {
-		t.Fatalf("Seed = %d, want 12345", s)
+func TestSeedsAreDeterministic(t *testing.T) {
+	t.Setenv(SeedEnv, "")
+	if got := Base(t); got != DefaultBase {
+		t.Fatalf("Base without %s = %d, want DefaultBase %d", SeedEnv, got, DefaultBase)
 	}
 	a, b := Seeded(t), Seeded(t)
 	for i := 0; i < 4; i++ {
 		if x, y := a.Uint64(), b.Uint64(); x != y {
-			t.Fatalf("draw %d: %d != %d with the same seed", i, x, y)
+			t.Fatalf("draw %d: %d != %d for the same test", i, x, y)
+		}
+	}
+	src := NewSource(t)
+	// A stream depends on its own key only: the same key gives the same
+	// draws whether or not other streams were taken first.
+	first := src.Stream("cpu-avx2", "q8").Uint64()
+	_ = src.Stream("cpu-avx512").Uint64()
+	if again := src.Stream("cpu-avx2", "q8").Uint64(); again != first {
+		t.Fatalf("stream (cpu-avx2, q8) changed after another stream was drawn: %d then %d", first, again)
+	}
+	seeds := map[uint64]string{}
+	for _, keys := range [][]string{{}, {"a"}, {"b"}, {"ab"}, {"a", "b"}, {"", "ab"}, {"ab", ""}} {
+		s := Derive(DefaultBase, "TestX", keys...)
+		if prev, dup := seeds[s]; dup {
+			t.Fatalf("keys %q and %s derive the same seed %d", keys, prev, s)
+		}
+		seeds[s] = fmt.Sprintf("%q", keys)
+	}
+	if Derive(1, "TestX") == Derive(2, "TestX") || Derive(1, "TestX") == Derive(1, "TestY") {
+		t.Fatal("base or name does not change the derived seed")
+	}
+	// Pinned value: the derivation must not change silently (it would change
+	// every test's inputs).
+	if got, want := Derive(DefaultBase, "TestX", "k"), uint64(5457623353021454095); got != want {
+		t.Fatalf("Derive(DefaultBase, TestX, k) = %d, want the pinned %d", got, want)
+	}
+}
+
+func TestSeedOverride(t *testing.T) {
+	t.Setenv(SeedEnv, "12345")
+	if got := Base(t); got != 12345 {
+		t.Fatalf("Base = %d, want 12345", got)
+	}
+	if got, want := Seed(t, "k"), Derive(12345, t.Name(), "k"); got != want {
+		t.Fatalf("Seed = %d, want Derive(12345, name, k) = %d", got, want)
+	}
+	cmd := ReplayCommand(t, 12345)
+	for _, part := range []string{"NINFER_TEST_SEED=12345", "-run '^TestSeedOverride$'", "./internal/numtest"} {
+		if !strings.Contains(cmd, part) {
+			t.Errorf("replay command %q lacks %q", cmd, part)
 		}
 	}
 }

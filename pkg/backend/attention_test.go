@@ -9,8 +9,9 @@ import (
 )
 
 func TestAttentionPagedKVFormats(t *testing.T) {
-	r := seeded(t)
+	streams := numtest.NewSource(t)
 	for _, b := range backends(t) {
+		r := streams.Stream(b.Name()) // one stream per backend: inputs independent of the others
 		for _, kf := range []KVFormat{KVBF16, KVInt8G64, KVFP8Row, KVF32} {
 			nh, kvh, hd, pages := 4, 2, 128, 4
 			table := []int32{2, 0, 3, 1} // logical → physical

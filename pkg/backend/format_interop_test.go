@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/ninfer/ninfer/internal/numtest"
 	"github.com/ninfer/ninfer/pkg/format"
 )
 
@@ -13,8 +14,9 @@ import (
 // equal format.Decode exactly (up to the NVFP4 divisor applied as a
 // reciprocal), and matmul must match the FP64 product with those values.
 func TestKernelsDecodeLikeFormatPackage(t *testing.T) {
-	r := seeded(t)
+	streams := numtest.NewSource(t)
 	for _, b := range backends(t) {
+		r := streams.Stream(b.Name()) // one stream per backend: inputs independent of the others
 		for _, f := range allFormats {
 			n, k := shapeFor(f)
 			src := randn(r, n*k, 0.2)

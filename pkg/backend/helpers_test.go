@@ -31,13 +31,10 @@ var (
 // check fails the test when got is not within tl of the reference want.
 var check = numtest.Check
 
-// seeded returns a fresh random source; the seed is logged so a failure can
-// be replayed with NINFER_TEST_SEED.
-func seeded(t *testing.T) *rand.Rand {
-	t.Helper()
-	seed := numtest.Seed(t)
-	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-}
+// seeded returns the test's random stream, derived from the base seed and
+// the test's name (numtest.Source); tests that loop over backends take one
+// stream per backend (and case) from a numtest.Source instead.
+var seeded = numtest.Seeded
 
 func randn(r *rand.Rand, n int, scale float64) []float32 {
 	out := make([]float32, n)
@@ -58,7 +55,7 @@ var f64 = numtest.F64
 func backends(t *testing.T) []Backend {
 	t.Helper()
 	var out []Backend
-	for _, isa := range []string{"scalar", "avx2"} {
+	for _, isa := range []string{"scalar", "avx2", "avx512"} {
 		b, err := NewCPU(CPUOptions{Threads: 2, ISA: isa, AlwaysParallel: true})
 		if err != nil {
 			t.Logf("skipping isa %s: %v", isa, err)

@@ -29,7 +29,7 @@ func shapeFor(f format.Format) (int, int) {
 }
 
 func TestMatMulAllFormatsAndRegimes(t *testing.T) {
-	r := seeded(t)
+	streams := numtest.NewSource(t)
 	// T = 1 (GEMV); the fused small-T token blocks of mtTokens (±1,
 	// and a full block plus a partial one); the small-T bound 16 (±1); a
 	// large T with a tail.
@@ -37,6 +37,7 @@ func TestMatMulAllFormatsAndRegimes(t *testing.T) {
 		SmallTForTest - 1, SmallTForTest, SmallTForTest + 1, 67}
 	for _, b := range backends(t) {
 		for _, f := range allFormats {
+			r := streams.Stream(b.Name(), string(f)) // per backend and format: independent of the other cases
 			n, k := shapeFor(f)
 			p := randPacked(r, f, n, k)
 			w := prep(t, b, p)
@@ -100,8 +101,9 @@ func TestMatMulStridedRowsAndShapeErrors(t *testing.T) {
 }
 
 func TestEmbedAllFormats(t *testing.T) {
-	r := seeded(t)
+	streams := numtest.NewSource(t)
 	for _, b := range backends(t) {
+		r := streams.Stream(b.Name()) // one stream per backend: inputs independent of the others
 		for _, f := range allFormats {
 			n, k := shapeFor(f)
 			p := randPacked(r, f, n, k)
@@ -145,8 +147,9 @@ func TestPrepareWeightRejectsWrongSize(t *testing.T) {
 // fused route at a large K is checked bit for bit against its T = 1 GEMV in
 // TestMatMulSmallTMatchesGEMV, and against the FP64 oracle at K = 200.)
 func TestMatMulLargeTiles(t *testing.T) {
-	r := seeded(t)
+	streams := numtest.NewSource(t)
 	for _, b := range backends(t) {
+		r := streams.Stream(b.Name()) // one stream per backend: inputs independent of the others
 		for _, c := range []struct {
 			f format.Format
 			T int
@@ -181,7 +184,7 @@ func TestMatMulLargeTiles(t *testing.T) {
 // blocks, K with several slices and a partial last group, strided x and y
 // windows, and accumulation. Columns outside the y window must not change.
 func TestMatMulPrefillGEMM(t *testing.T) {
-	r := seeded(t)
+	streams := numtest.NewSource(t)
 	cases := []struct {
 		f       format.Format
 		n, k, T int
@@ -193,6 +196,7 @@ func TestMatMulPrefillGEMM(t *testing.T) {
 	for _, b := range backends(t) {
 		for _, c := range cases {
 			f, n, k, T := c.f, c.n, c.k, c.T
+			r := streams.Stream(b.Name(), fmt.Sprintf("%s/N=%d/K=%d/T=%d", f, n, k, T)) // per backend and case
 			p := randPacked(r, f, n, k)
 			w := prep(t, b, p)
 			x := randn(r, T*(k+5), 1)
@@ -266,8 +270,9 @@ func smallTShapes() []fmtShape {
 // speculative verify reproduces the one-token decode logits. x and y are
 // strided column windows so the token stride differs from K.
 func TestMatMulSmallTMatchesGEMV(t *testing.T) {
-	r := seeded(t)
+	streams := numtest.NewSource(t)
 	for _, b := range backends(t) {
+		r := streams.Stream(b.Name()) // one stream per backend: inputs independent of the others
 		for _, c := range smallTShapes() {
 			f, n, k := c.f, c.n, c.k
 			w := prep(t, b, randPacked(r, f, n, k))
@@ -361,8 +366,9 @@ func fpRoutes(t *testing.T, b Backend, f func(route string)) {
 // (f32(e2m1·e4m3 / d_w), f32(e4m3·s)), so it must equal the exact value
 // rounded to fp32 bit for bit; the table route is held to decode_row.
 func TestMatMulFPDecodeOneHot(t *testing.T) {
-	r := seeded(t)
+	streams := numtest.NewSource(t)
 	for _, b := range backends(t) {
+		r := streams.Stream(b.Name()) // one stream per backend: inputs independent of the others
 		for _, c := range fpShapes {
 			p := randPacked(r, c.f, c.n, c.k)
 			if c.f == format.NVFP4 {
@@ -417,8 +423,9 @@ func TestMatMulFPDecodeOneHot(t *testing.T) {
 // every route, the old scalar one included).
 func TestMatMulFPOracle(t *testing.T) {
 	const xScale = 1.0 / 32
-	r := seeded(t)
+	streams := numtest.NewSource(t)
 	for _, b := range backends(t) {
+		r := streams.Stream(b.Name()) // one stream per backend: inputs independent of the others
 		for _, c := range fpShapes {
 			p := randPacked(r, c.f, c.n, c.k)
 			w := prep(t, b, p)
@@ -453,8 +460,9 @@ func TestMatMulFPOracle(t *testing.T) {
 // fp8 codes 0x7F/0xFF; rejected by format.Validate) must surface as NaN in
 // exactly the affected output row, on every route and T, never as a number.
 func TestMatMulFPNaNCodes(t *testing.T) {
-	r := seeded(t)
+	streams := numtest.NewSource(t)
 	for _, b := range backends(t) {
+		r := streams.Stream(b.Name()) // one stream per backend: inputs independent of the others
 		for _, c := range fpShapes[:2] {
 			p := randPacked(r, c.f, c.n, c.k)
 			const bad = 5

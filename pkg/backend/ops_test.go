@@ -14,8 +14,9 @@ func silu64(x float64) float64    { return x / (1 + math.Exp(-x)) }
 func sigmoid64(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
 
 func TestRMSNormPlainZeroCentredAndStridedHeads(t *testing.T) {
-	r := seeded(t)
+	streams := numtest.NewSource(t)
 	for _, b := range backends(t) {
+		r := streams.Stream(b.Name()) // one stream per backend: inputs independent of the others
 		for _, zc := range []bool{false, true} {
 			// q_norm layout: T=3 tokens of nh=4 heads with [q(40)|gate(40)] per head.
 			T, H, D := 3, 4, 40
@@ -50,8 +51,9 @@ func TestRMSNormPlainZeroCentredAndStridedHeads(t *testing.T) {
 }
 
 func TestGatedRMSNormL2NormAndElementwise(t *testing.T) {
-	r := seeded(t)
+	streams := numtest.NewSource(t)
 	for _, b := range backends(t) {
+		r := streams.Stream(b.Name()) // one stream per backend: inputs independent of the others
 		T, H, D := 5, 3, 24
 		n := T * H * D
 		o, z, w := randn(r, n, 1), randn(r, n, 2), randn(r, D, 1)
@@ -109,8 +111,9 @@ func TestGatedRMSNormL2NormAndElementwise(t *testing.T) {
 }
 
 func TestRoPEPartialNeoX(t *testing.T) {
-	r := seeded(t)
+	streams := numtest.NewSource(t)
 	for _, b := range backends(t) {
+		r := streams.Stream(b.Name()) // one stream per backend: inputs independent of the others
 		T, H, D, rot := 4, 3, 32, 8
 		theta := 1e7
 		x := randn(r, T*H*D, 1)
@@ -137,8 +140,9 @@ func TestRoPEPartialNeoX(t *testing.T) {
 }
 
 func TestArgmaxTiesAndNaN(t *testing.T) {
-	r := seeded(t)
+	streams := numtest.NewSource(t)
 	for _, b := range backends(t) {
+		r := streams.Stream(b.Name()) // one stream per backend: inputs independent of the others
 		V := 1000
 		x := randn(r, 3*V, 1)
 		x[0*V+10], x[0*V+500] = 9, 9 // tie: lowest id wins
@@ -161,8 +165,9 @@ func TestArgmaxTiesAndNaN(t *testing.T) {
 }
 
 func TestGDNGate(t *testing.T) {
-	r := seeded(t)
+	streams := numtest.NewSource(t)
 	for _, b := range backends(t) {
+		r := streams.Stream(b.Name()) // one stream per backend: inputs independent of the others
 		T, nv := 6, 5
 		a, bb := randn(r, T*nv, 3), randn(r, T*nv, 3)
 		a[0] = 30 // softplus threshold branch
@@ -259,8 +264,9 @@ func getState(t *testing.T, b Backend, v View, n int, bf16 bool) []float32 {
 // and bf16 window state: outputs, the written slots (exact: the window
 // holds the inputs, bf16-rounded with bf16 state) and untouched slots.
 func TestConv1DSiLUSlots(t *testing.T) {
-	r := seeded(t)
+	streams := numtest.NewSource(t)
 	for _, b := range backends(t) {
+		r := streams.Stream(b.Name()) // one stream per backend: inputs independent of the others
 		C, kw, slots := 70, 4, 6
 		sw := C * (kw - 1)
 		for _, bf := range []bool{false, true} {
