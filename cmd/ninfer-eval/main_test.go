@@ -1,0 +1,166 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/ninfer/ninfer/internal/testfixture"
+	"github.com/ninfer/ninfer/pkg/cliutil"
+	"github.com/ninfer/ninfer/pkg/corpus"
+)
+
+func TestMain(m *testing.M) { testfixture.Main(m) }
+
+type outcome struct {
+	code           int
+	stdout, stderr string
+}
+
+func runCmd(t *testing.T, ctx context.Context, args ...string) outcome {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(ctx, append([]string{name}, args...), strings.NewReader(""), &out, &errb)
+	return outcome{code, out.String(), errb.String()}
+}
+
+// ids writes a corpus of n pseudo-random ids over the tiny model's vocabulary.
+func ids(t *testing.T, n int) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "c.ids")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := corpus.Write(f, corpus.Random(512, n, 7), corpus.PerLine); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func base(extra ...string) []string {
+	return append([]string{"--backend", "cpu", "--threads", "2", "--ctx", "32", "--quiet"}, extra...)
+}
+
+func TestJSONAndReference(t *testing.T) {
+	fp32, q8 := testfixture.Artifact(t, "fp32", nil), testfixture.Artifact(t, "q8", nil)
+	c := ids(t, 100)
+	o := runCmd(t, context.Background(), base("--weights", fp32, "--weights", q8, "--reference", fp32, "--corpus", c, "--format", "json")...)
+	if o.code != 0 || o.stderr != "" {
+		t.Fatalf("%+v", o)
+	}
+	lines := strings.Split(strings.TrimSuffix(o.stdout, "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("want 2 JSON lines: %q", o.stdout)
+	}
+	self, q := gjson.Parse(lines[0]), gjson.Parse(lines[1])
+	if self.Get("windows").Int() != 3 || self.Get("tokens").Int() != 3*15 || self.Get("weights").String() != fp32 {
+		t.Errorf("line 1: %s", lines[0])
+	}
+	if self.Get("kl.max").Float() != 0 || self.Get("top1_agreement").Float() != 1 || self.Get("delta_ppl").Float() != 0 {
+		t.Errorf("fp32 against itself: %s", lines[0])
+	}
+	if kl := q.Get("kl.mean").Float(); !(kl > 0 && kl < 0.05) || q.Get("ppl").Float() <= 1 {
+		t.Errorf("q8 against fp32: %s", lines[1])
+	}
+
+	// The table: a row per model; --output-file; --max-windows, --stride.
+	out := filepath.Join(t.TempDir(), "r", "t.md")
+	o = runCmd(t, context.Background(), base("--weights", q8, "--corpus", c, "--stride", "16", "--max-windows", "2", "--output-file", out)...)
+	b, _ := os.ReadFile(out)
+	if o.code != 0 || !strings.Contains(string(b), "| "+q8+" | 30 ") || !strings.Contains(string(b), "2 windows of 32 tokens, stride 16") {
+		t.Errorf("table: %+v\n%s", o, b)
+	}
+}
+
+// --text is tokenized with the model's tokenizer; progress goes to stderr.
+func TestTextProgress(t *testing.T) {
+	m := testfixture.Artifact(t, "q8", nil)
+	p := filepath.Join(t.TempDir(), "t.txt")
+	os.WriteFile(p, []byte(strings.Repeat("The quick brown fox jumps over the lazy dog. ", 40)), 0o644)
+	o := runCmd(t, context.Background(), "--weights", m, "--text", p, "--backend", "cpu", "--ctx", "64", "--format", "json")
+	if o.code != 0 || !strings.Contains(o.stderr, "windows of 64 tokens") || !strings.Contains(o.stderr, "ppl") {
+		t.Fatalf("%+v", o)
+	}
+	if r := gjson.Parse(o.stdout); r.Get("windows").Int() < 1 || r.Get("corpus").String() != p {
+		t.Errorf("%s", o.stdout)
+	}
+}
+
+func TestStopped(t *testing.T) {
+	m := testfixture.Artifact(t, "q8", nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	o := runCmd(t, ctx, base("--weights", m, "--corpus", ids(t, 100), "--format", "json")...)
+	if o.code != cliutil.ExitInterrupted || !gjson.Get(o.stdout, "interrupted").Bool() {
+		t.Errorf("%+v", o)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	m := testfixture.Artifact(t, "q8", nil)
+	dir := t.TempDir()
+	c := ids(t, 100)
+	bad := filepath.Join(dir, "bad.ids")
+	os.WriteFile(bad, []byte("1 2\n3 -4\n"), 0o644)
+	short := filepath.Join(dir, "short.ids")
+	os.WriteFile(short, []byte("1 2 3 4\n"), 0o644)
+	big := filepath.Join(dir, "big.ids")
+	os.WriteFile(big, []byte(strings.Repeat("1 ", 40)+"600\n"), 0o644)
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no weights", []string{"--corpus", c}, 2, "--weights is required"},
+		{"no ids", []string{"--weights", m}, 2, "exactly one of --corpus and --text"},
+		{"both", []string{"--weights", m, "--corpus", c, "--text", c}, 2, "exactly one of --corpus and --text"},
+		{"ctx", []string{"--weights", m, "--corpus", c, "--ctx", "2"}, 2, "--ctx 2 must be ≥ 3"},
+		{"stride", []string{"--weights", m, "--corpus", c, "--stride", "-1"}, 2, "--stride -1"},
+		{"kv", []string{"--weights", m, "--corpus", c, "--kv-dtype", "q4"}, 2, "--kv-dtype \"q4\""},
+		{"backend", []string{"--weights", m, "--corpus", c, "--backend", "tpu"}, 2, "--backend \"tpu\""},
+		{"format", []string{"--weights", m, "--corpus", c, "--format", "csv"}, 2, "--format \"csv\""},
+		{"output json", []string{"--weights", m, "--corpus", c, "-o", "json"}, 2, "format name"},
+		{"argument", []string{"--weights", m, "x.ids"}, 2, "unexpected argument"},
+		{"ctx int", []string{"--weights", m, "--corpus", c, "--ctx", "x"}, 2, "--ctx"},
+		{"missing corpus", []string{"--weights", m, "--corpus", filepath.Join(dir, "none.ids")}, 1, "none.ids"},
+		{"bad corpus", []string{"--weights", m, "--corpus", bad}, 1, "bad.ids: line 2: token 2"},
+		{"short corpus", base("--weights", m, "--corpus", short), 1, "4 tokens do not fill one window of 32"},
+		{"id outside", base("--weights", m, "--corpus", big), 1, "outside the vocabulary [0,512)"},
+		{"missing weights", base("--weights", filepath.Join(dir, "no.ninfer"), "--corpus", c), 1, "no.ninfer"},
+		{"ctx too big", []string{"--weights", m, "--corpus", c, "--ctx", "100000", "--backend", "cpu"}, 1, "max_position_embeddings"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := runCmd(t, context.Background(), tc.args...)
+			if o.code != tc.code {
+				t.Errorf("exit %d, want %d (stderr %q)", o.code, tc.code, o.stderr)
+			}
+			last := o.stderr
+			if i := strings.LastIndex(strings.TrimSuffix(last, "\n"), "\n"); i >= 0 {
+				last = last[i+1:]
+			}
+			if !strings.HasPrefix(last, name+": ") || !strings.Contains(last, tc.want) || o.stdout != "" {
+				t.Errorf("stderr %q: want a last line with %q (stdout %q)", o.stderr, tc.want, o.stdout)
+			}
+		})
+	}
+}
+
+// docs/CLI.md lists exactly this tool's flags.
+func TestFlagsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/CLI.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := newApp()
+	if err := cliutil.CheckFlagDoc(doc, "eval", cliutil.FlagNames(app.Flags, !app.HideHelp)); err != nil {
+		t.Error(err)
+	}
+}
