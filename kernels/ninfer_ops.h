@@ -25,7 +25,9 @@ extern "C" {
 
 /* ---- execution context ------------------------------------------------ */
 
-enum { NI_ISA_SCALAR = 0, NI_ISA_AVX2 = 1 };
+/* Ordered levels: each includes the one below (a kernel without a body at a
+ * level runs the next lower one). */
+enum { NI_ISA_SCALAR = 0, NI_ISA_AVX2 = 1, NI_ISA_AVX512 = 2 };
 
 typedef struct ni_ctx ni_ctx;
 

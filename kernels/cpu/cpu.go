@@ -28,6 +28,7 @@ import (
 const (
 	ISAScalar = C.NI_ISA_SCALAR
 	ISAAVX2   = C.NI_ISA_AVX2
+	ISAAVX512 = C.NI_ISA_AVX512 // AVX-512 F/BW/DQ/VL (+ AVX2/FMA/F16C), ZMM state enabled by the OS
 )
 
 // Weight formats (kernels/ninfer_ops.h NI_W_*).
@@ -57,7 +58,8 @@ const (
 // requests are capped to it.
 const MaxThreads = C.NI_MAX_THREADS
 
-// BestISA returns the best instruction set of this CPU.
+// BestISA returns the best instruction set of this CPU (levels are ordered:
+// ISAScalar < ISAAVX2 < ISAAVX512).
 func BestISA() int { return int(C.ni_cpu_best_isa()) }
 
 // Rows describes fp32 activations: element (t,h,d) at P[t*LD + h*HS + d].

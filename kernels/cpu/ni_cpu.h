@@ -88,6 +88,25 @@ void ni_dot_nvfp4_multi_avx2(const uint8_t *codes, const uint8_t *scales, int64_
 void ni_dot_fp8row_multi_avx2(const uint8_t *codes, float scale, int64_t k, const float *x, int64_t ldx, int nt,
                               float *out);
 
+/* AVX-512 F/BW/DQ/VL bodies (avx512.c), same contracts as the AVX2 ones
+ * above (results differ from them only in summation order; the GEMM equals
+ * the AVX2 GEMM bit for bit). ni_dot_bf16_avx512 is the nt = 1 case of
+ * ni_dot_bf16_multi_avx512. */
+float ni_dot_avx512(const float *a, const float *b, int64_t n);
+void ni_dot4_avx512(const float *w, const float *x, int64_t ldx, int64_t n, float *out);
+void ni_axpy_avx512(float a, const float *x, float *y, int64_t n);
+void ni_scal_avx512(float a, float *y, int64_t n);
+float ni_sumsq_avx512(const float *x, int64_t n);
+float ni_dot_bf16_avx512(const uint16_t *w, const float *x, int64_t n);
+void ni_bf16_to_f32_row_avx512(const uint16_t *w, float *out, int64_t n);
+void ni_dot_groups_multi_avx512(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
+                                int64_t ngroups, const float *x, int64_t ldx, int nt, float *out);
+void ni_dot_bf16_multi_avx512(const uint16_t *w, const float *x, int64_t ldx, int64_t n, int nt, float *out);
+void ni_dot_nvfp4_multi_avx512(const uint8_t *codes, const uint8_t *scales, int64_t ngroups, float div,
+                               const float *x, int64_t ldx, int nt, float *out);
+void ni_dot_fp8row_multi_avx512(const uint8_t *codes, float scale, int64_t k, const float *x, int64_t ldx, int nt,
+                                float *out);
+
 /* Large-T GEMM (avx2_gemm.c): Y tiles of NI_GEMM_MR tokens × NI_GEMM_NR
  * columns from token rows read in place and a packed weight panel wp[kc][NR]
  * (32-byte aligned). weights.c (mm_gemm) blocks K by NI_GEMM_KC, decodes a
@@ -107,6 +126,11 @@ void ni_gemm_pack_w_avx2(const float *src, int64_t lds, int nr, int64_t kc, floa
 void ni_gemm_6x16_avx2(const float *x, int64_t ldx, const float *wp, int64_t kc, int ks, float *c, int64_t ldc,
                        int mr, int nr, int acc);
 int ni_gemm_ks(int64_t k);
+/* AVX-512: the 6×16 tile of two adjacent panels at once, wp0 (columns
+ * 0..15) and wp1 (16..31), nr ≤ 32; each output computed exactly as
+ * ni_gemm_6x16_avx2 computes it. */
+void ni_gemm_6x32_avx512(const float *x, int64_t ldx, const float *wp0, const float *wp1, int64_t kc, int ks,
+                         float *c, int64_t ldc, int mr, int nr, int acc);
 
 static inline float ni_bf16(uint16_t h) {
     uint32_t u = (uint32_t)h << 16;

@@ -2,6 +2,7 @@
  * condition variable for the next job; tasks are taken with an atomic
  * counter. */
 #include "ni_cpu.h"
+#include <cpuid.h>
 #include <stdlib.h>
 
 static void run_tasks(ni_ctx *c, int tid) {
@@ -37,12 +38,25 @@ static void *worker(void *p) {
     return NULL;
 }
 
+/* AVX-512 F/BW/DQ/VL in CPUID leaf 7 and ZMM state enabled by the OS:
+ * XCR0 must have the SSE, AVX, opmask, ZMM_Hi256 and Hi16_ZMM bits (0xE6);
+ * a kernel may hide AVX-512 from processes by leaving them clear. */
+static int has_avx512(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE)) return 0;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
+    const unsigned need = bit_AVX512F | bit_AVX512DQ | bit_AVX512BW | bit_AVX512VL;
+    if ((b & need) != need) return 0;
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return (lo & 0xe6u) == 0xe6u;
+}
+
 int ni_cpu_best_isa(void) {
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
-        return NI_ISA_AVX2;
-    /* TODO(avx512): add AVX-512 paths once a machine with AVX-512 can test them. */
-    return NI_ISA_SCALAR;
+    if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")))
+        return NI_ISA_SCALAR;
+    return has_avx512() ? NI_ISA_AVX512 : NI_ISA_AVX2;
 }
 
 ni_ctx *ni_ctx_new(int threads, int isa) {

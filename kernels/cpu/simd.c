@@ -1,4 +1,5 @@
-/* Scalar reference primitives and ISA dispatch. */
+/* Scalar reference primitives and ISA dispatch (AVX-512 bodies in avx512.c,
+ * AVX2 in avx2.c). */
 #include "ni_cpu.h"
 
 static float dot_scalar(const float *a, const float *b, int64_t n) {
@@ -15,11 +16,16 @@ static float dot_scalar(const float *a, const float *b, int64_t n) {
 }
 
 float ni_dot(int isa, const float *a, const float *b, int64_t n) {
+    if (isa == NI_ISA_AVX512) return ni_dot_avx512(a, b, n);
     if (isa == NI_ISA_AVX2) return ni_dot_avx2(a, b, n);
     return dot_scalar(a, b, n);
 }
 
 void ni_dot4(int isa, const float *w, const float *x, int64_t ldx, int64_t n, float *out) {
+    if (isa == NI_ISA_AVX512) {
+        ni_dot4_avx512(w, x, ldx, n, out);
+        return;
+    }
     if (isa == NI_ISA_AVX2) {
         ni_dot4_avx2(w, x, ldx, n, out);
         return;
@@ -28,6 +34,10 @@ void ni_dot4(int isa, const float *w, const float *x, int64_t ldx, int64_t n, fl
 }
 
 void ni_axpy(int isa, float a, const float *x, float *y, int64_t n) {
+    if (isa == NI_ISA_AVX512) {
+        ni_axpy_avx512(a, x, y, n);
+        return;
+    }
     if (isa == NI_ISA_AVX2) {
         ni_axpy_avx2(a, x, y, n);
         return;
@@ -36,6 +46,10 @@ void ni_axpy(int isa, float a, const float *x, float *y, int64_t n) {
 }
 
 void ni_scal(int isa, float a, float *y, int64_t n) {
+    if (isa == NI_ISA_AVX512) {
+        ni_scal_avx512(a, y, n);
+        return;
+    }
     if (isa == NI_ISA_AVX2) {
         ni_scal_avx2(a, y, n);
         return;
@@ -44,11 +58,13 @@ void ni_scal(int isa, float a, float *y, int64_t n) {
 }
 
 float ni_sumsq(int isa, const float *x, int64_t n) {
+    if (isa == NI_ISA_AVX512) return ni_sumsq_avx512(x, n);
     if (isa == NI_ISA_AVX2) return ni_sumsq_avx2(x, n);
     return dot_scalar(x, x, n);
 }
 
 float ni_dot_bf16(int isa, const uint16_t *w, const float *x, int64_t n) {
+    if (isa == NI_ISA_AVX512) return ni_dot_bf16_avx512(w, x, n);
     if (isa == NI_ISA_AVX2) return ni_dot_bf16_avx2(w, x, n);
     float s0 = 0, s1 = 0;
     int64_t i = 0;
@@ -61,6 +77,10 @@ float ni_dot_bf16(int isa, const uint16_t *w, const float *x, int64_t n) {
 }
 
 void ni_bf16_to_f32_row(int isa, const uint16_t *w, float *out, int64_t n) {
+    if (isa == NI_ISA_AVX512) {
+        ni_bf16_to_f32_row_avx512(w, out, n);
+        return;
+    }
     if (isa == NI_ISA_AVX2) {
         ni_bf16_to_f32_row_avx2(w, out, n);
         return;

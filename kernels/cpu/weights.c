@@ -125,7 +125,7 @@ static void decode_group_int(int isa, const ni_weight *w, int64_t gi, int cnt, f
     float s = ni_f16_to_f32((uint16_t)(sp[0] | (sp[1] << 8)));
     const uint8_t *base = w->data + gi * w->base_bytes;
     const uint8_t *high = w->data + w->high_off + gi * w->high_bytes;
-    if (isa == NI_ISA_AVX2 && cnt == w->group) {
+    if (isa >= NI_ISA_AVX2 && cnt == w->group) {
         ni_dec_group_avx2((int)w->bits, base, high, s, out);
         return;
     }
@@ -263,21 +263,24 @@ static inline const float *mm_row(const mm_args *a, int64_t n, float *buf) {
  * small T; a token's value does not depend on nt. rowdecode (NINFER_CPU_FPGEMV
  * or NINFER_CPU_SMALLT = decode) selects the old decode-row route. */
 static inline int mm_fp_fused(const mm_args *a) {
-    return a->c->isa == NI_ISA_AVX2 && !a->rowdecode && (a->w->fmt == NI_W_NVFP4 || a->w->fmt == NI_W_FP8ROW);
+    return a->c->isa >= NI_ISA_AVX2 && !a->rowdecode && (a->w->fmt == NI_W_NVFP4 || a->w->fmt == NI_W_FP8ROW);
 }
 
-static void mm_fp_row(const ni_weight *w, int64_t n, const float *x, int64_t ld, int nt, float *out) {
+static void mm_fp_row(int isa, const ni_weight *w, int64_t n, const float *x, int64_t ld, int nt, float *out) {
     int64_t K = w->k;
     if (w->fmt == NI_W_NVFP4) {
         int64_t rt = n / 128, ri = n % 128;
         const uint8_t *sc = w->data + w->scale_off + rt * (K / 64) * 512 + (ri % 32) * 16 + (ri / 32) * 4;
         float d;
         memcpy(&d, w->data + w->div_off, 4);
-        ni_dot_nvfp4_multi_avx2(w->data + n * (K / 2), sc, K / 64, d, x, ld, nt, out);
+        if (isa == NI_ISA_AVX512) ni_dot_nvfp4_multi_avx512(w->data + n * (K / 2), sc, K / 64, d, x, ld, nt, out);
+        else ni_dot_nvfp4_multi_avx2(w->data + n * (K / 2), sc, K / 64, d, x, ld, nt, out);
         return;
     }
     const uint8_t *sp = w->data + w->scale_off + 2 * n;
-    ni_dot_fp8row_multi_avx2(w->data + n * K, ni_bf16((uint16_t)(sp[0] | (sp[1] << 8))), K, x, ld, nt, out);
+    float s = ni_bf16((uint16_t)(sp[0] | (sp[1] << 8)));
+    if (isa == NI_ISA_AVX512) ni_dot_fp8row_multi_avx512(w->data + n * K, s, K, x, ld, nt, out);
+    else ni_dot_fp8row_multi_avx2(w->data + n * K, s, K, x, ld, nt, out);
 }
 
 static void mm_small_fp(const mm_args *a, int64_t n0, int64_t n1) {
@@ -286,7 +289,7 @@ static void mm_small_fp(const mm_args *a, int64_t n0, int64_t n1) {
     for (int64_t n = n0; n < n1; n++)
         for (int64_t t0 = 0; t0 < T; t0 += NI_MT_TOKENS) {
             int nt = (int)(T - t0 < NI_MT_TOKENS ? T - t0 : NI_MT_TOKENS);
-            mm_fp_row(a->w, n, a->x.p + t0 * ld, ld, nt, out);
+            mm_fp_row(a->c->isa, a->w, n, a->x.p + t0 * ld, ld, nt, out);
             for (int j = 0; j < nt; j++) mm_store(a, t0 + j, n, out[j]);
         }
 }
@@ -304,7 +307,8 @@ static void mm_small_fused(const mm_args *a, int64_t n0, int64_t n1, int tid) {
             const uint16_t *wr = (const uint16_t *)(w->data + n * K * 2);
             for (int64_t t0 = 0; t0 < T; t0 += NI_MT_TOKENS) {
                 int nt = (int)(T - t0 < NI_MT_TOKENS ? T - t0 : NI_MT_TOKENS);
-                if (a->c->isa == NI_ISA_AVX2) ni_dot_bf16_multi_avx2(wr, a->x.p + t0 * ld, ld, K, nt, out);
+                if (a->c->isa == NI_ISA_AVX512) ni_dot_bf16_multi_avx512(wr, a->x.p + t0 * ld, ld, K, nt, out);
+                else if (a->c->isa == NI_ISA_AVX2) ni_dot_bf16_multi_avx2(wr, a->x.p + t0 * ld, ld, K, nt, out);
                 else /* scalar: the T = 1 dot per token (same rounding as the GEMV) */
                     for (int j = 0; j < nt; j++) out[j] = ni_dot_bf16(NI_ISA_SCALAR, wr, a->x.p + (t0 + j) * ld, K);
                 for (int j = 0; j < nt; j++) mm_store(a, t0 + j, n, out[j]);
@@ -323,10 +327,12 @@ static void mm_small_fused(const mm_args *a, int64_t n0, int64_t n1, int tid) {
         for (int64_t t0 = 0; t0 < T; t0 += NI_MT_TOKENS) {
             int nt = (int)(T - t0 < NI_MT_TOKENS ? T - t0 : NI_MT_TOKENS);
             const float *x = a->x.p + t0 * ld;
-            ni_dot_groups_multi_avx2((int)w->bits, base, high, scales, full, x, ld, nt, out);
+            if (a->c->isa == NI_ISA_AVX512)
+                ni_dot_groups_multi_avx512((int)w->bits, base, high, scales, full, x, ld, nt, out);
+            else ni_dot_groups_multi_avx2((int)w->bits, base, high, scales, full, x, ld, nt, out);
             for (int j = 0; j < nt; j++) {
                 float v = out[j];
-                if (tail) v += ni_dot(NI_ISA_AVX2, buf, x + j * ld + full * w->group, tail);
+                if (tail) v += ni_dot(a->c->isa, buf, x + j * ld + full * w->group, tail);
                 mm_store(a, t0 + j, n, v);
             }
         }
@@ -342,7 +348,7 @@ static void mm_small_fused(const mm_args *a, int64_t n0, int64_t n1, int tid) {
  * accumulating). NINFER_CPU_LARGET=tile selects the old row-tile route. */
 static int mm_gemm_ok(const mm_args *a) {
     int f = a->w->fmt;
-    return a->gemm && a->c->isa == NI_ISA_AVX2 && a->x.t > NI_SMALL_T &&
+    return a->gemm && a->c->isa >= NI_ISA_AVX2 && a->x.t > NI_SMALL_T &&
            (f == NI_W_F32 || f == NI_W_BF16 || f == NI_W_Q4 || f == NI_W_Q5 || f == NI_W_Q6 || f == NI_W_Q8 ||
             f == NI_W_NVFP4 || f == NI_W_FP8ROW);
 }
@@ -386,7 +392,7 @@ static void decode_slice(const ni_weight *w, int64_t n, int64_t k0, int64_t kc, 
 static void mm_gemm(const mm_args *a, int64_t n0, int64_t n1, int tid) {
     const ni_weight *w = a->w;
     int64_t K = w->k, T = a->x.t, ldx = a->x.ld, ldy = a->y.ld;
-    int ks = ni_gemm_ks(K);
+    int ks = ni_gemm_ks(K), wide = a->c->isa == NI_ISA_AVX512;
     /* scratch: packed weight panels, then decoded row slices */
     float *wp = ni_tmp(a->c, tid, NI_GEMM_NC * NI_GEMM_KC + NI_GEMM_NR * NI_GEMM_KC);
     float *dec = wp + NI_GEMM_NC * NI_GEMM_KC;
@@ -411,6 +417,17 @@ static void mm_gemm(const mm_args *a, int64_t n0, int64_t n1, int tid) {
                 int64_t te = T - tb < NI_GEMM_MC ? T : tb + NI_GEMM_MC;
                 for (int p = 0; p < npan; p++) {
                     int64_t r0 = nb + (int64_t)p * NI_GEMM_NR;
+                    if (wide && p + 1 < npan) { /* AVX-512: panels p and p + 1 in one 6×32 tile */
+                        int nr2 = (int)(nb + nn - r0 < 2 * NI_GEMM_NR ? nb + nn - r0 : 2 * NI_GEMM_NR);
+                        const float *wp0 = wp + (int64_t)p * NI_GEMM_NR * NI_GEMM_KC;
+                        for (int64_t t0 = tb; t0 < te; t0 += NI_GEMM_MR) {
+                            int mr = (int)(te - t0 < NI_GEMM_MR ? te - t0 : NI_GEMM_MR);
+                            ni_gemm_6x32_avx512(a->x.p + t0 * ldx + k0, ldx, wp0, wp0 + NI_GEMM_NR * NI_GEMM_KC, kc, ks,
+                                                a->y.p + t0 * ldy + r0, ldy, mr, nr2, acc);
+                        }
+                        p++;
+                        continue;
+                    }
                     int nr = (int)(nb + nn - r0 < NI_GEMM_NR ? nb + nn - r0 : NI_GEMM_NR);
                     for (int64_t t0 = tb; t0 < te; t0 += NI_GEMM_MR) {
                         int mr = (int)(te - t0 < NI_GEMM_MR ? te - t0 : NI_GEMM_MR);
@@ -437,17 +454,19 @@ static void mm_task(void *a_, int task, int tid) {
             float v;
             if (w->fmt == NI_W_F32) v = ni_dot(isa, (const float *)(w->data + n * K * 4), x, K);
             else if (w->fmt == NI_W_BF16) v = ni_dot_bf16(isa, (const uint16_t *)(w->data + n * K * 2), x, K);
-            else if (isa == NI_ISA_AVX2 && w->bits) { /* fused decode + dot over whole groups */
+            else if (isa >= NI_ISA_AVX2 && w->bits) { /* fused decode + dot over whole groups */
                 int64_t full = K / w->group, gi = n * w->gpr;
-                v = ni_dot_groups_avx2((int)w->bits, w->data + gi * w->base_bytes,
-                                       w->data + w->high_off + gi * w->high_bytes, w->data + w->scale_off + 2 * gi, full, x);
+                const uint8_t *base = w->data + gi * w->base_bytes, *high = w->data + w->high_off + gi * w->high_bytes,
+                              *scales = w->data + w->scale_off + 2 * gi;
+                if (isa == NI_ISA_AVX512) ni_dot_groups_multi_avx512((int)w->bits, base, high, scales, full, x, 0, 1, &v);
+                else v = ni_dot_groups_avx2((int)w->bits, base, high, scales, full, x);
                 if (full * w->group < K) {
                     int cnt = (int)(K - full * w->group);
                     decode_group_int(isa, w, gi + full, cnt, buf);
                     v += ni_dot(isa, buf, x + full * w->group, cnt);
                 }
             } else if (mm_fp_fused(a)) {
-                mm_fp_row(w, n, x, 0, 1, &v);
+                mm_fp_row(isa, w, n, x, 0, 1, &v);
             } else {
                 decode_row_isa(isa, w, n, buf);
                 v = ni_dot(isa, buf, x, K);
@@ -460,7 +479,7 @@ static void mm_task(void *a_, int task, int tid) {
         mm_small_fp(a, n0, n1);
         return;
     }
-    if (T <= NI_SMALL_T && !a->rowdecode && ((isa == NI_ISA_AVX2 && w->bits) || w->fmt == NI_W_BF16)) {
+    if (T <= NI_SMALL_T && !a->rowdecode && ((isa >= NI_ISA_AVX2 && w->bits) || w->fmt == NI_W_BF16)) {
         mm_small_fused(a, n0, n1, tid);
         return;
     }

@@ -13,7 +13,7 @@ import (
 // CPUOptions configures the CPU backend.
 type CPUOptions struct {
 	Threads int    // worker threads including the caller; 0 = all cores; capped at MaxCPUThreads
-	ISA     string // "auto" (default), "scalar" or "avx2"; env NINFER_CPU_ISA overrides "auto"
+	ISA     string // "auto" (default), "scalar", "avx2" or "avx512"; env NINFER_CPU_ISA overrides "auto"
 	// AlwaysParallel runs every op on the pool, even tiny ones that would
 	// otherwise run on the caller (tests use it to exercise the threaded paths).
 	AlwaysParallel bool
@@ -22,8 +22,8 @@ type CPUOptions struct {
 // MaxCPUThreads is the largest thread pool of the CPU backend.
 const MaxCPUThreads = cpu.MaxThreads
 
-// CPU is the native CPU backend (C kernels via cgo, AVX2+FMA with a scalar
-// fallback, persistent pthread pool).
+// CPU is the native CPU backend (C kernels via cgo, AVX-512 and AVX2+FMA
+// levels with a scalar fallback, persistent pthread pool).
 type CPU struct {
 	ops
 	ctx     *cpu.Ctx
@@ -60,8 +60,13 @@ func NewCPU(o CPUOptions) (*CPU, error) {
 		if cpu.BestISA() < cpu.ISAAVX2 {
 			return nil, fmt.Errorf("backend: isa avx2 requested but this CPU lacks AVX2/FMA/F16C")
 		}
+	case "avx512":
+		isa = cpu.ISAAVX512
+		if cpu.BestISA() < cpu.ISAAVX512 {
+			return nil, fmt.Errorf("backend: isa avx512 requested but this CPU (or its OS) lacks AVX-512 F/BW/DQ/VL with ZMM state enabled")
+		}
 	default:
-		return nil, fmt.Errorf("backend: unknown isa %q (want auto, scalar or avx2)", isaName)
+		return nil, fmt.Errorf("backend: unknown isa %q (want auto, scalar, avx2 or avx512)", isaName)
 	}
 	ctx, err := cpu.NewCtx(th, isa)
 	if err != nil {
@@ -71,18 +76,21 @@ func NewCPU(o CPUOptions) (*CPU, error) {
 		ctx.SetSerialWork(0)
 	}
 	name := "scalar"
-	if isa == cpu.ISAAVX2 {
+	switch isa {
+	case cpu.ISAAVX2:
 		name = "avx2"
+	case cpu.ISAAVX512:
+		name = "avx512"
 	}
 	c := &CPU{ctx: ctx, threads: th, isa: name, bufs: map[*Buffer]struct{}{}}
 	c.ops.k = cpuKernels{ctx}
 	return c, nil
 }
 
-// Name reports the backend and instruction set, e.g. "cpu-avx2".
+// Name reports the backend and instruction set, e.g. "cpu-avx2" or "cpu-avx512".
 func (c *CPU) Name() string { return "cpu-" + c.isa }
 
-// ISA is the instruction set in use ("scalar" or "avx2").
+// ISA is the instruction set in use ("scalar", "avx2" or "avx512").
 func (c *CPU) ISA() string { return c.isa }
 
 // Threads is the pool size.

@@ -49,6 +49,23 @@ func newBackend(t testing.TB, isa string) *backend.CPU {
 	return b
 }
 
+// testISAs is every CPU instruction-set level this machine runs (a level it
+// lacks is skipped with a message naming it).
+func testISAs(t testing.TB) []string {
+	t.Helper()
+	var out []string
+	for _, isa := range []string{"scalar", "avx2", "avx512"} {
+		b, err := backend.NewCPU(backend.CPUOptions{Threads: 1, ISA: isa})
+		if err != nil {
+			t.Logf("skipping isa %s: %v", isa, err)
+			continue
+		}
+		b.Close()
+		out = append(out, isa)
+	}
+	return out
+}
+
 func newEngine(t testing.TB, w Weights, isa string, o Options) (*Engine, *Sequence) {
 	t.Helper()
 	e, err := New(w, newBackend(t, isa), o)
@@ -84,7 +101,7 @@ func TestPrefillMatchesReference(t *testing.T) {
 		ids := randIDs(r, 300, w.cfg.VocabSize)
 		want := refLogits(w, ids, false)
 		for _, chunk := range []int{128, 256} {
-			for _, isa := range []string{"scalar", "avx2"} {
+			for _, isa := range testISAs(t) {
 				name := fmt.Sprintf("%s/tied=%v/chunk=%d/%s", m.f, m.tied, chunk, isa)
 				_, s := newEngine(t, w, isa, Options{KVDtype: "fp32", MaxContext: 512, PrefillChunk: chunk, LogitsRows: 100})
 				got, err := s.Prefill(ids, true)
@@ -130,7 +147,7 @@ func TestQuantisedWeights(t *testing.T) {
 	w := newTestWeightsRecipe(r, tinyConfig(false), recipe)
 	ids := randIDs(r, 140, w.cfg.VocabSize)
 	want := refLogits(w, ids, false)
-	for _, isa := range []string{"scalar", "avx2"} {
+	for _, isa := range testISAs(t) {
 		_, s := newEngine(t, w, isa, Options{KVDtype: "fp32", MaxContext: 256, PrefillChunk: 128, LogitsRows: 128})
 		got, err := s.Prefill(ids[:130], true)
 		if err != nil {
@@ -153,7 +170,7 @@ func TestDecodeMatchesReferenceAndPrefill(t *testing.T) {
 	V := w.cfg.VocabSize
 	ids := randIDs(r, 140, V)
 	want := refLogits(w, ids, false)
-	for _, isa := range []string{"scalar", "avx2"} {
+	for _, isa := range testISAs(t) {
 		_, pre := newEngine(t, w, isa, Options{KVDtype: "fp32", MaxContext: 256, PrefillChunk: 128, LogitsRows: 128})
 		all, err := pre.Prefill(ids, true)
 		if err != nil {
@@ -192,7 +209,7 @@ func TestBF16KVCache(t *testing.T) {
 	w := newTestWeights(r, tinyConfig(false), format.BF16)
 	ids := randIDs(r, 200, w.cfg.VocabSize)
 	want := refLogits(w, ids, true)
-	for _, isa := range []string{"scalar", "avx2"} {
+	for _, isa := range testISAs(t) {
 		_, s := newEngine(t, w, isa, Options{MaxContext: 256, PrefillChunk: 128, LogitsRows: 128})
 		got, err := s.Prefill(ids[:150], true)
 		if err != nil {
