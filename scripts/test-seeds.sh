@@ -35,7 +35,7 @@ done
 case $n in ''|*[!0-9]*) echo "test-seeds: -n $n: want a positive count" >&2; exit 2 ;; esac
 [ "$n" -gt 0 ] || { echo "test-seeds: -n must be positive" >&2; exit 2; }
 
-out=build/test-seeds
+out=${TEST_SEEDS_OUT:-build/test-seeds} # one directory per concurrent sweep
 rm -rf "$out"
 mkdir -p "$out/logs"
 echo "test-seeds: building the test binary" >&2

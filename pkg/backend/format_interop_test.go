@@ -42,15 +42,7 @@ func TestKernelsDecodeLikeFormatPackage(t *testing.T) {
 				x := randn(r, T*k, 1)
 				yv := put(t, b, make([]float32, T*n))
 				b.MatMul(Dense(yv, T, n), Dense(put(t, b, x), T, k), w, false)
-				want := make([]float64, T*n)
-				for tt := 0; tt < T; tt++ {
-					for nn := 0; nn < n; nn++ {
-						for kk := 0; kk < k; kk++ {
-							want[tt*n+nn] += float64(x[tt*k+kk]) * p.w[nn*k+kk]
-						}
-					}
-				}
-				check(t, fmt.Sprintf("%s/%s/T=%d", b.Name(), f, T), get(t, b, yv, T*n), want, tolLinear)
+				checkLinear(t, b, fmt.Sprintf("%s/%s/T=%d", b.Name(), f, T), get(t, b, yv, T*n), linearRef(p, T, x, k, 0, nil, 0, 0))
 			}
 			// The quantised formats must stay close to the source values.
 			if f.IsQuantized() {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/ninfer/ninfer/internal/numtest"
@@ -20,7 +21,6 @@ type tol = numtest.Tolerance
 var (
 	tolExact     = tol{Name: "exact"}
 	tolElem      = tol{Name: "elementwise_fp32", Atol: 1e-5, Rtol: 1e-5}
-	tolLinear    = tol{Name: "linear_fp32", Atol: 5e-5, Rtol: 1e-4, TailFrac: 1e-3, TailMax: 4, RelL2: 1e-5}
 	tolGDNState  = tol{Name: "gdn_state_fp32", Atol: 5e-4, Rtol: 5e-3, TailFrac: 2e-3, TailMax: 4, RelL2: 5e-3}
 	tolGDNCtl    = tol{Name: "gdn_control_fp32", Atol: 1e-6, Rtol: 1e-5}
 	tolAttnBF16  = tol{Name: "attention_represented_kv", Atol: 1e-4, Rtol: 1e-3, TailFrac: 1e-3, TailMax: 4, RelL2: 1e-4}
@@ -30,6 +30,58 @@ var (
 
 // check fails the test when got is not within tl of the reference want.
 var check = numtest.Check
+
+// linearCase is the FP64 reference of y = [y0 +] x·Wᵀ for T tokens of a
+// matmul with weights in format f, with the magnitudes its derived error
+// bound needs (numtest.Dots).
+type linearCase struct {
+	f    format.Format
+	T    int
+	dots *numtest.Dots
+}
+
+// linearRef builds the linearCase of the weights p: token t's activations
+// are x[t·xStride+xOff:][:K], its accumulated outputs (y0 non-nil)
+// y0[t·yStride+yOff:][:N].
+func linearRef(p packed, T int, x []float32, xStride, xOff int, y0 []float32, yStride, yOff int) linearCase {
+	ref := numtest.NewDots(p.k)
+	for tt := 0; tt < T; tt++ {
+		xt := x[tt*xStride+xOff:][:p.k]
+		for nn := 0; nn < p.n; nn++ {
+			c := 0.0
+			if y0 != nil {
+				c = float64(y0[tt*yStride+yOff+nn])
+			}
+			ref.Add(c, xt, p.w[nn*p.k:][:p.k])
+		}
+	}
+	return linearCase{f: p.f, T: T, dots: ref}
+}
+
+// accumulation is the arithmetic backend b uses for a matmul of T tokens
+// with weights in format f: the CUDA mma.sync GEMM (T > the small-T bound,
+// every format but fp32) sums bf16-split products on tensor cores; every
+// other path is an fp32 round-to-nearest chain.
+func accumulation(b Backend, f format.Format, T int) numtest.Accumulation {
+	if strings.HasPrefix(b.Name(), "cuda") && T > SmallTForTest && f != format.FP32 {
+		return numtest.TensorCoreBF16x3
+	}
+	return numtest.FP32Chain
+}
+
+// checkLinear fails the test when a matmul result is outside the error
+// bounds derived from its backend's accumulation (numtest.CheckDots).
+func checkLinear(t *testing.T, b Backend, name string, got []float32, ref linearCase) {
+	t.Helper()
+	acc := accumulation(b, ref.f, ref.T)
+	z, err := numtest.DotsError(name, got, ref.dots, acc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if testing.Verbose() {
+		t.Logf("%s: rms normalised error %.3g (%s, ZMax %g)", name, z, acc.Name, numtest.ZMax)
+	}
+}
 
 // seeded returns the test's random stream, derived from the base seed and
 // the test's name (numtest.Source); tests that loop over backends take one

@@ -13,8 +13,14 @@
  * "N passed, M failed"; exit 0 iff all pass, 1 on a failure, 2 when no GPU
  * is usable (without --sim-only), 64 on bad arguments.
  *
- * Built with -ffp-contract=off: the reading's fp32 chain must be exactly
- * the fmaf calls written below.
+ * The reading accumulates each mma element with the model NINFER_SIMT_MMA
+ * selects (tcmodel.h; ieee: the fmaf chain acc = fmaf(a_k, b_k, acc)), the
+ * same model the harness runs, so sim vs reading checks the fragment
+ * layouts bit for bit; the arithmetic itself is tested by tcmodel_test.cpp.
+ * On a GPU, "gpu == sim bit-for-bit" measures the model against hardware.
+ *
+ * Built with -ffp-contract=off: the reading's fp32 arithmetic must be exactly
+ * the calls written.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -29,6 +35,7 @@
 #include <vector>
 
 #include "ptxcheck.h"
+#include "tcmodel.h"
 
 #ifdef PTXC_SIM_ONLY
 /* Built without CUDA (build-ptxcheck.sh --sim-only): no GPU side. */
@@ -117,24 +124,26 @@ void frags_to_tile(const uint32_t *a, const uint32_t *b, const float *c, Tile &T
     }
 }
 
-/* The harness's documented order (README.md, "Arithmetic"): acc = c, then
- * acc = fmaf(a_k, b_k, acc) for k = 0..15; plus the exact value and the
+/* The accumulation model the harness runs (README.md, "Arithmetic";
+ * NINFER_SIMT_MMA, read once in main); plus the exact value and the
  * magnitude sum S = |c| + sum |a_k b_k| that the tolerance scales with. */
+tcmodel::Mode g_mma_mode = tcmodel::IEEE;
+
 struct Ref {
     float chain;
     double exact, mag;
 };
 Ref ref_element(const Tile &T, int m, int n) {
     Ref r;
-    float acc = T.C[m][n];
+    float col[16];
     double ex = T.C[m][n], mag = fabs((double)T.C[m][n]);
     for (int k = 0; k < 16; k++) {
-        acc = fmaf(T.A[m][k], T.B[k][n], acc);
+        col[k] = T.B[k][n];
         double p = (double)T.A[m][k] * (double)T.B[k][n];
         ex += p;
         mag += fabs(p);
     }
-    r.chain = acc;
+    r.chain = tcmodel::mma_k16(g_mma_mode, T.A[m], col, T.C[m][n]);
     r.exact = ex;
     r.mag = mag;
     return r;
@@ -245,8 +254,8 @@ void mma_account(MmaStats &st, const Ref &r, float sim, const float *gpu, bool e
 
 Line mma_line(const char *name, const MmaStats &st, bool gpu, bool exact_ints) {
     bool pass = st.sim_chain_mismatch == 0 && st.sim_tol_fail == 0;
-    std::string t = fmt("%s: %zu outputs; sim vs reading (documented fmaf order): %zu differ; sim max err %.2f u*S",
-                        name, st.n, st.sim_chain_mismatch, st.sim_err);
+    std::string t = fmt("%s: %zu outputs; sim vs reading (model %s): %zu differ; sim max err %.2f u*S", name, st.n,
+                        tcmodel::mode_name(g_mma_mode), st.sim_chain_mismatch, st.sim_err);
     if (gpu) {
         pass = pass && st.gpu_tol_fail == 0 && (!exact_ints || st.gpu_exact_mismatch == 0);
         t += fmt("; gpu max err %.2f u*S (tol %.0f u*S, %zu over)", st.gpu_err, kTolUnits, st.gpu_tol_fail);
@@ -472,7 +481,9 @@ int main(int argc, char **argv) {
         have_seed = true;
     }
     if (!have_seed) seed = (uint64_t)time(nullptr) * 1000003u ^ (uint64_t)getpid();
-    printf("ptxcheck: seed %llu (replay: ptxcheck --seed %llu%s)\n", (unsigned long long)seed,
+    g_mma_mode = tcmodel::mode_from_env();
+    printf("ptxcheck: seed %llu, mma model %s (replay: NINFER_SIMT_MMA=%s ptxcheck --seed %llu%s)\n",
+           (unsigned long long)seed, tcmodel::mode_name(g_mma_mode), tcmodel::mode_name(g_mma_mode),
            (unsigned long long)seed, sim_only ? " --sim-only" : "");
     Ctx cx{Rng{seed}, !sim_only};
     if (cx.gpu) {

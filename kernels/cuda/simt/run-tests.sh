@@ -4,7 +4,9 @@
 # per kernel family (test_<family>.cpp: the CUDA kernels under the harness
 # against the CPU backend's C kernels and FP64 oracles on fresh random data).
 # Prints each program's closing line and a total "N passed, M failed".
-#   kernels/cuda/simt/run-tests.sh [seed]
+#   kernels/cuda/simt/run-tests.sh [seed]        (default seed: 1)
+# NINFER_SIMT_MMA=ieee|a100|h100|b200 picks the mma accumulation model
+# (tcmodel.h; the first line names the model in effect).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
@@ -13,8 +15,12 @@ mkdir -p "$out"
 cd "$root"
 CXX=${CXX:-g++}
 flags="-std=c++17 -O2 -Wall -Wno-unknown-pragmas -DNI_SIMT -I kernels/cuda -I kernels -pthread"
-seed=${1:-$(date +%s)}
-echo "simt tests: seed $seed (replay: kernels/cuda/simt/run-tests.sh $seed)"
+seed=${1:-1}
+# The accumulation model's own unit tests (pure C++, no harness); built
+# first, as it also names the model in effect.
+$CXX -std=c++17 -O2 -Wall -Wextra -ffp-contract=off kernels/cuda/simt/tcmodel_test.cpp -o "$out/tcmodel_test" || exit 1
+mma=$("$out/tcmodel_test" --print-mode) || exit 1
+echo "simt tests: seed $seed, mma model $mma (replay: NINFER_SIMT_MMA=$mma kernels/cuda/simt/run-tests.sh $seed)"
 kernels/cuda/simt/cpuref.sh >/dev/null || exit 1
 $CXX $flags -c kernels/cuda/simt/simt.cpp -o "$out/simt.o" || exit 1
 $CXX $flags -x c++ -c kernels/cuda/ctx.cu -o "$out/ctx.o" || exit 1
@@ -39,6 +45,7 @@ run() { # name binary args...
   fail=$((fail + $(echo "$last" | cut -d' ' -f3)))
   [ $rc = 0 ] || [ "$(echo "$last" | cut -d' ' -f3)" != 0 ] || bad=$((bad + 1))
 }
+run tcmodel_test "$out/tcmodel_test" "$seed"
 $CXX $flags kernels/cuda/simt/simt_test.cpp "$out/simt.o" -o "$out/simt_test" || exit 1
 run simt_test "$out/simt_test"
 # The PTX emulations against an independent scalar reading of the ISA's

@@ -4,6 +4,7 @@
  * out-of-bounds fault handler. See simt.h and README.md.
  */
 #include "simt.h"
+#include "tcmodel.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -288,6 +289,12 @@ static void record(Launch *L, const char *prefix, const char *fmt, va_list ap) {
     record(b->L, prefix, fmt, ap);
     va_end(ap);
     abandon_block();
+}
+
+/* The mma accumulation model (tcmodel.h), read from NINFER_SIMT_MMA once. */
+static tcmodel::Mode mma_mode() {
+    static const tcmodel::Mode m = tcmodel::mode_from_env();
+    return m;
 }
 
 static const char *op_name(uint8_t op, uint8_t sub) {
@@ -828,9 +835,9 @@ static void combine(Block *b, unsigned w, unsigned m, Lane &c0) {
             float d[4];
             for (int q = 0; q < 4; q++) {
                 unsigned row = g + (q >= 2 ? 8 : 0), col = 2 * t + (q & 1);
-                float acc = C[row][col];
-                for (int k = 0; k < 16; k++) acc = fmaf(A[row][k], B[k][col], acc);
-                d[q] = acc;
+                float bcol[16];
+                for (int k = 0; k < 16; k++) bcol[k] = B[k][col];
+                d[q] = tcmodel::mma_k16(mma_mode(), A[row], bcol, C[row][col]);
             }
             memcpy(fl[j].col.out, d, 16);
         }
@@ -1384,6 +1391,8 @@ int workers() {
     pthread_once(&g_init_once, global_init);
     return g_pool.nexec;
 }
+
+const char *mma_model() { return tcmodel::mode_name(detail::mma_mode()); }
 
 unsigned long long fiber_switches() {
     unsigned long long n = 0;

@@ -181,6 +181,9 @@ void device_free(void *p);
 size_t device_bytes_in_use();
 /* Number of worker OS threads launches use (NI_SIMT_WORKERS). */
 int workers();
+/* The mma.sync accumulation model in use (NINFER_SIMT_MMA, tcmodel.h):
+ * "ieee", "a100", "h100" or "b200". */
+const char *mma_model();
 /* Fiber switches performed so far (for speed reports). */
 unsigned long long fiber_switches();
 

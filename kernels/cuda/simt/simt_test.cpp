@@ -5,6 +5,7 @@
  */
 #include "simt/simt.h"
 #include "ptx.cuh"
+#include "simt/tcmodel.h"
 
 #include <signal.h>
 #include <stdarg.h>
@@ -365,14 +366,20 @@ static uint16_t rnd_bf16() {
     return (uint16_t)((s << 15) | (e << 7) | m);
 }
 
-/* Reference in the emulation's documented order: acc = C[i][n], then
- * acc = fmaf(A[i][k], B[k][n], acc) for k = 0..15. */
+/* Reference in the emulation's documented arithmetic: the accumulation
+ * model NINFER_SIMT_MMA selects (tcmodel.h, tested by tcmodel_test.cpp;
+ * ieee: acc = C[i][n], then acc = fmaf(A[i][k], B[k][n], acc) for k = 0..15),
+ * applied in matrix form, so the fragment layouts are checked bit for bit. */
 static void ref_mma(const uint16_t *A, const uint16_t *B, const float *C, float *D) {
+    const tcmodel::Mode mode = tcmodel::mode_from_env();
     for (int i = 0; i < 16; i++)
         for (int n = 0; n < 8; n++) {
-            float acc = C[i * 8 + n];
-            for (int k = 0; k < 16; k++) acc = fmaf(bf(A[i * 16 + k]), bf(B[k * 8 + n]), acc);
-            D[i * 8 + n] = acc;
+            float a[16], b[16];
+            for (int k = 0; k < 16; k++) {
+                a[k] = bf(A[i * 16 + k]);
+                b[k] = bf(B[k * 8 + n]);
+            }
+            D[i * 8 + n] = tcmodel::mma_k16(mode, a, b, C[i * 8 + n]);
         }
 }
 
@@ -954,7 +961,7 @@ static bool t_allocator() {
 int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "--chain-child")) return chain_child_main();
     setenv("NI_SIMT_WORKERS", "2", 0); /* exercise several OS threads unless told otherwise */
-    printf("simt self-test: %d workers\n", simt::workers());
+    printf("simt self-test: %d workers, mma model %s\n", simt::workers(), simt::mma_model());
     run("block_reduce", t_block_reduce);
     run("shuffles", t_shuffles);
     run("ballot_any_all", t_votes);
