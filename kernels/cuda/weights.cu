@@ -36,9 +36,16 @@
  *     epilogue scale one u·|y|, and for nvfp4 the CPU's own rounding of
  *     e4m3·inv_div and e2m1·s ≤ 2u·S. So ≈ K·2^-21·S, the fp32 class of the
  *     CPU's GEMM. (With two terms the 2^-16·S residual dominated and broke
- *     the Go linear_fp32 tolerance at K = 520; NaN codes stay
+ *     the former Go linear_fp32 tolerance at K = 520; NaN codes stay
  *     NaN: NaN bf16 weights and NaN scales propagate through the mma and
  *     the fp32 scale multiply into exactly the affected output rows).
+ *   The mma products go into a per-group (q4..q8) or per-k-tile (nvfp4,
+ *     fp8-row) partial that is added to the accumulator once per group or
+ *     tile, so the running sum never absorbs the small lo/mid terms; only
+ *     bf16 weights still accumulate directly (the partial's 32 registers
+ *     spill there under the launch bounds). The Go op tests check each
+ *     output against the bound derived from this arithmetic
+ *     (internal/numtest, TensorCoreBF16x3; docs/ACCURACY.md).
  */
 #include "ctx.cuh"
 #include "weights.cuh"

@@ -579,6 +579,12 @@ __global__ void __launch_bounds__(128, F == NI_W_Q8 ? 2 : 3) niw_mma_kernel(ni_w
     constexpr bool GROUPED = L::GROUPED;
     constexpr int G = F == NI_W_Q8 ? 32 : 64; /* k columns per scale group (grouped formats) */
     constexpr int KS_PER_G = G / 16;
+    /* Formats whose mma products go through the per-k-tile partial sum (see
+     * "Tolerance story" in weights.cu): the grouped ones (scale per group) and
+     * nvfp4/fp8-row, whose large decoded weights made the lo/mid activation
+     * terms vanish into the running sum. bf16 stays on the direct path: the
+     * extra 32 registers spill on sm_89/sm_90a under these launch bounds. */
+    constexpr bool PARTIAL = GROUPED || F == NI_W_NVFP4 || F == NI_W_FP8ROW || F == NIW_FP8S;
     NI_DYN_SMEM(smem);
     float *As = (float *)smem;                                              /* [2][BM][ALD] */
     uint16_t *Bs = (uint16_t *)(smem + 2 * NIW_BM * NIW_ALD * 4);           /* [2][BN][BLD] */
@@ -672,7 +678,7 @@ __global__ void __launch_bounds__(128, F == NI_W_Q8 ? 2 : 3) niw_mma_kernel(ni_w
             for (int mi = 0; mi < 2; mi++)
 #pragma unroll
                 for (int ni = 0; ni < 4; ni++) {
-                    float *d = GROUPED ? part[mi][ni] : accm[mi][ni];
+                    float *d = PARTIAL ? part[mi][ni] : accm[mi][ni];
                     /* smallest term first: its products are not absorbed by the larger sums */
                     ni_mma_bf16_16816(d, al[mi], bf[ni], d);
                     ni_mma_bf16_16816(d, am[mi], bf[ni], d);
@@ -695,6 +701,17 @@ __global__ void __launch_bounds__(128, F == NI_W_Q8 ? 2 : 3) niw_mma_kernel(ni_w
                         for (int i = 0; i < 4; i++) part[mi][ni][i] = 0.0f;
                     }
                 }
+            }
+            if (PARTIAL && !GROUPED && ks + 1 == NIW_BK / 16) { /* end of the k-tile: acc += partial */
+#pragma unroll
+                for (int mi = 0; mi < 2; mi++)
+#pragma unroll
+                    for (int ni = 0; ni < 4; ni++)
+#pragma unroll
+                        for (int i = 0; i < 4; i++) {
+                            accm[mi][ni][i] += part[mi][ni][i];
+                            part[mi][ni][i] = 0.0f;
+                        }
             }
         }
         if (more) store_b(ld, nxt);
