@@ -95,6 +95,30 @@ type Dots struct {
 	Want []float64 // c + Σ x·w
 	Abs  []float64 // |c| + Σ |x·w|
 	Sq   []float64 // c² + Σ (x·w)²
+	// Rep, when not nil, holds an extra relative error of each output's
+	// products (added to the Accumulation's Rep): an error the inputs
+	// carry in from an earlier computation, such as softmax weights formed
+	// from fp32 scores (AddTerms).
+	Rep []float64
+}
+
+// AddTerms appends one output given as its products p (FP64 values of the
+// terms the kernel adds), each carrying an extra relative error of at most
+// rep from the computation that formed it.
+func (d *Dots) AddTerms(p []float64, rep float64) {
+	if d.Rep == nil {
+		d.Rep = make([]float64, len(d.Want))
+	}
+	var s, abs, sq float64
+	for _, v := range p {
+		s += v
+		abs += math.Abs(v)
+		sq += v * v
+	}
+	d.Want = append(d.Want, s)
+	d.Abs = append(d.Abs, abs)
+	d.Sq = append(d.Sq, sq)
+	d.Rep = append(d.Rep, rep)
 }
 
 // NewDots returns an empty batch of length-k dot products.
@@ -113,6 +137,9 @@ func (d *Dots) Add(c float64, x []float32, w []float64) {
 	d.Want = append(d.Want, s)
 	d.Abs = append(d.Abs, abs)
 	d.Sq = append(d.Sq, sq)
+	if d.Rep != nil {
+		d.Rep = append(d.Rep, 0)
+	}
 }
 
 // ZMax bounds the root-mean-square of the normalised errors
@@ -143,33 +170,50 @@ func CompareDots(what string, got []float32, ref *Dots, acc Accumulation) error 
 	return err
 }
 
-// DotsError is CompareDots that also returns the rms normalised error of
-// the result (0 when no output has a nonzero error scale).
-func DotsError(what string, got []float32, ref *Dots, acc Accumulation) (rmsZ float64, err error) {
+// DotsStats tells how close a result came to its bounds: the rms
+// normalised error (ZMax at most) and the largest error as a fraction of its
+// output's worst-case bound (1 at most).
+type DotsStats struct {
+	RMSZ, WorstOfBound float64
+}
+
+// DotsError is CompareDots that also returns how close the result came to
+// its bounds.
+func DotsError(what string, got []float32, ref *Dots, acc Accumulation) (st DotsStats, err error) {
 	if len(got) != len(ref.Want) {
-		return 0, fmt.Errorf("%s: %d values, want %d", what, len(got), len(ref.Want))
+		return st, fmt.Errorf("%s: %d values, want %d", what, len(got), len(ref.Want))
 	}
 	steps := float64(acc.Steps(ref.K))
 	g := acc.Gamma(ref.K)
 	rel := g + acc.Rep*(1+g)
 	slack := (steps + 1) * 0x1p-126
-	worst, worstAt, viol := 0.0, -1, 0
+	worst, worstAt, viol, worstBound := 0.0, -1, 0, 0.0
 	var zsum float64
 	var zn int
 	for i := range got {
 		gv, w := float64(got[i]), ref.Want[i]
 		if math.IsNaN(gv) || math.IsInf(gv, 0) || math.IsNaN(w) || math.IsInf(w, 0) {
-			return 0, fmt.Errorf("%s[%d]: non-finite value got %v want %v", what, i, gv, w)
+			return st, fmt.Errorf("%s[%d]: non-finite value got %v want %v", what, i, gv, w)
 		}
 		e := math.Abs(gv - w)
-		bound := rel*ref.Abs[i] + slack
+		reli := rel
+		if ref.Rep != nil {
+			reli += ref.Rep[i] * (1 + g)
+		}
+		bound := reli*ref.Abs[i] + slack
+		st.WorstOfBound = math.Max(st.WorstOfBound, e/bound)
 		if e > bound {
 			viol++
 			if r := e / bound; r > worst {
-				worst, worstAt = r, i
+				worst, worstAt, worstBound = r, i, bound
 			}
 		}
 		sigma := math.Sqrt(steps * ref.Sq[i])
+		if ref.Rep != nil && ref.Rep[i] > 0 {
+			// an upstream error of the products, of unknown sign and
+			// possibly shared by all of them (a softmax normaliser)
+			sigma += ref.Rep[i] / acc.U * ref.Abs[i]
+		}
 		if sigma > 0 {
 			z := e / (acc.U * sigma)
 			zsum += z * z
@@ -177,15 +221,15 @@ func DotsError(what string, got []float32, ref *Dots, acc Accumulation) (rmsZ fl
 		}
 	}
 	if zn > 0 {
-		rmsZ = math.Sqrt(zsum / float64(zn))
+		st.RMSZ = math.Sqrt(zsum / float64(zn))
 	}
 	if viol > 0 {
-		return rmsZ, fmt.Errorf("%s (%s, K=%d, S=%d): %d/%d outputs past the derived bound (worst ×%.3g at %d: got %v want %v, bound %.3g)",
-			what, acc.Name, ref.K, int(steps), viol, len(got), worst, worstAt, got[worstAt], ref.Want[worstAt], rel*ref.Abs[worstAt]+slack)
+		return st, fmt.Errorf("%s (%s, K=%d, S=%d): %d/%d outputs past the derived bound (worst ×%.3g at %d: got %v want %v, bound %.3g)",
+			what, acc.Name, ref.K, int(steps), viol, len(got), worst, worstAt, got[worstAt], ref.Want[worstAt], worstBound)
 	}
-	if rmsZ > ZMax {
-		return rmsZ, fmt.Errorf("%s (%s, K=%d, S=%d): rms normalised error %.3g > %g: more error than the accumulation explains",
-			what, acc.Name, ref.K, int(steps), rmsZ, ZMax)
+	if st.RMSZ > ZMax {
+		return st, fmt.Errorf("%s (%s, K=%d, S=%d): rms normalised error %.3g > %g: more error than the accumulation explains",
+			what, acc.Name, ref.K, int(steps), st.RMSZ, ZMax)
 	}
-	return rmsZ, nil
+	return st, nil
 }

@@ -49,37 +49,14 @@ func TestAttentionPagedKVFormats(t *testing.T) {
 				ov := put(t, b, make([]float32, T*nh*hd))
 				b.Attention(Heads(ov, T, nh, hd), Heads(put(t, b, q), T, nh, hd), kv, pv, qscale)
 				got := get(t, b, ov, T*nh*hd)
-				want := make([]float64, T*nh*hd)
+				ref := numtest.NewDots(pos0 + T)
 				for i := 0; i < T; i++ {
 					for h := 0; h < nh; h++ {
 						g := h / (nh / kvh)
-						qq := q[(i*nh+h)*hd:][:hd]
-						n := pos0 + i + 1
-						sc := make([]float64, n)
-						mx := math.Inf(-1)
-						for s := 0; s < n; s++ {
-							d := 0.0
-							for x := 0; x < hd; x++ {
-								d += float64(qq[x]) * float64(keys[s][g*hd+x])
-							}
-							sc[s] = d * float64(qscale)
-							mx = math.Max(mx, sc[s])
-						}
-						den := 0.0
-						for s := range sc {
-							sc[s] = math.Exp(sc[s] - mx)
-							den += sc[s]
-						}
-						for x := 0; x < hd; x++ {
-							acc := 0.0
-							for s := 0; s < n; s++ {
-								acc += sc[s] * float64(vals[s][g*hd+x])
-							}
-							want[(i*nh+h)*hd+x] = acc / den
-						}
+						attentionRef(ref, q[(i*nh+h)*hd:][:hd], keys[:pos0+i+1], vals[:pos0+i+1], g*hd, float64(qscale))
 					}
 				}
-				check(t, fmt.Sprintf("%s/%s/pos0=%d/T=%d", b.Name(), kf, pos0, T), got, want, tolAttnBF16)
+				checkDots(t, fmt.Sprintf("%s/%s/pos0=%d/T=%d", b.Name(), kf, pos0, T), got, ref, numtest.FP32Chain)
 				pos0 += T
 			}
 			// Positions beyond the block table are reported.
@@ -89,6 +66,57 @@ func TestAttentionPagedKVFormats(t *testing.T) {
 				t.Fatalf("%s: append past the block table was not reported", kf)
 			}
 		}
+	}
+}
+
+// attentionRef appends to ref the hd outputs of one query row q over the
+// positions' represented keys and values (head columns [off, off+hd)):
+// out_x = Σ_s p_s·v_s[x] with p = softmax(scale·q·k_s), as products p_s·v_s[x]
+// in FP64, each with the relative error that fp32 softmax weights carry:
+//
+//	δp ≤ 2·max_s E_s + (n+2)·2⁻²¹ + γ_n,
+//	E_s = γ_(hd+2)·scale·Σ|q·k_s| + 3u·(|score_s| + |max score|),
+//
+// the score's dot-product and scaling error E_s moves p_s by E_s and the
+// normaliser by at most max E; expf is within 2 ulp (2⁻²²) and the online
+// softmax may rescale the running sums once per position, each rescale one
+// expf and one multiply (≤ 2⁻²¹); the denominator is an n-term sum (γ_n) and
+// the final division one more rounding. The sum Σ p_s·v_s itself is the
+// FP32Chain accumulation of n products.
+func attentionRef(ref *numtest.Dots, q []float32, keys, vals [][]float32, off int, scale float64) {
+	const u = 0x1p-24
+	n, hd := len(keys), len(q)
+	gamma := func(m int) float64 { return float64(m) * u / (1 - float64(m)*u) }
+	sc := make([]float64, n)
+	absDot := make([]float64, n)
+	mx := math.Inf(-1)
+	for s := 0; s < n; s++ {
+		d, a := 0.0, 0.0
+		for x := 0; x < hd; x++ {
+			p := float64(q[x]) * float64(keys[s][off+x])
+			d += p
+			a += math.Abs(p)
+		}
+		sc[s], absDot[s] = d*scale, a*scale
+		mx = math.Max(mx, sc[s])
+	}
+	var maxE float64
+	for s := 0; s < n; s++ {
+		maxE = math.Max(maxE, gamma(hd+2)*absDot[s]+3*u*(math.Abs(sc[s])+math.Abs(mx)))
+	}
+	rep := 2*maxE + float64(n+2)*0x1p-21 + gamma(n) + 2*u // + the division and a dequantised value
+	den := 0.0
+	w := make([]float64, n)
+	for s := range sc {
+		w[s] = math.Exp(sc[s] - mx)
+		den += w[s]
+	}
+	terms := make([]float64, n)
+	for x := 0; x < hd; x++ {
+		for s := 0; s < n; s++ {
+			terms[s] = w[s] / den * float64(vals[s][off+x])
+		}
+		ref.AddTerms(terms, rep)
 	}
 }
 

@@ -23,7 +23,6 @@ var (
 	tolElem      = tol{Name: "elementwise_fp32", Atol: 1e-5, Rtol: 1e-5}
 	tolGDNState  = tol{Name: "gdn_state_fp32", Atol: 5e-4, Rtol: 5e-3, TailFrac: 2e-3, TailMax: 4, RelL2: 5e-3}
 	tolGDNCtl    = tol{Name: "gdn_control_fp32", Atol: 1e-6, Rtol: 1e-5}
-	tolAttnBF16  = tol{Name: "attention_represented_kv", Atol: 1e-4, Rtol: 1e-3, TailFrac: 1e-3, TailMax: 4, RelL2: 1e-4}
 	tolFormsGDN  = tol{Name: "gdn_forms_agree", Atol: 2e-4, Rtol: 2e-3, TailFrac: 1e-3, TailMax: 4, RelL2: 1e-3}
 	tolDecodeRow = tol{Name: "decode_row", Rtol: 1e-6}
 )
@@ -74,12 +73,19 @@ func accumulation(b Backend, f format.Format, T int) numtest.Accumulation {
 func checkLinear(t *testing.T, b Backend, name string, got []float32, ref linearCase) {
 	t.Helper()
 	acc := accumulation(b, ref.f, ref.T)
-	z, err := numtest.DotsError(name, got, ref.dots, acc)
+	checkDots(t, name, got, ref.dots, acc)
+}
+
+// checkDots is numtest.CheckDots that logs, with -v, how close the result
+// came to its bounds.
+func checkDots(t *testing.T, name string, got []float32, ref *numtest.Dots, acc numtest.Accumulation) {
+	t.Helper()
+	st, err := numtest.DotsError(name, got, ref, acc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if testing.Verbose() {
-		t.Logf("%s: rms normalised error %.3g (%s, ZMax %g)", name, z, acc.Name, numtest.ZMax)
+		t.Logf("%s: rms normalised error %.3g (%s, ZMax %g), worst error %.3g of its bound", name, st.RMSZ, acc.Name, numtest.ZMax, st.WorstOfBound)
 	}
 }
 
