@@ -233,3 +233,38 @@ func DotsError(what string, got []float32, ref *Dots, acc Accumulation) (st Dots
 	}
 	return st, nil
 }
+
+// CheckBound fails t unless every |got_i − want_i| ≤ bound_i, a per-output
+// error bound derived from the computation (for example by running error
+// analysis alongside the FP64 reference). Non-finite values fail.
+func CheckBound(t testing.TB, what string, got []float32, want, bound []float64) {
+	t.Helper()
+	if err := CompareBound(what, got, want, bound); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// CompareBound is CheckBound returning the error instead of failing a test.
+func CompareBound(what string, got []float32, want, bound []float64) error {
+	if len(got) != len(want) || len(bound) != len(want) {
+		return fmt.Errorf("%s: %d values, %d references, %d bounds", what, len(got), len(want), len(bound))
+	}
+	worst, worstAt, viol := 0.0, -1, 0
+	for i := range got {
+		g, w := float64(got[i]), want[i]
+		if math.IsNaN(g) || math.IsInf(g, 0) || math.IsNaN(w) || math.IsInf(w, 0) || math.IsNaN(bound[i]) {
+			return fmt.Errorf("%s[%d]: non-finite value got %v want %v (bound %v)", what, i, g, w, bound[i])
+		}
+		if e := math.Abs(g - w); e > bound[i] {
+			viol++
+			if r := e / bound[i]; r > worst || worstAt < 0 {
+				worst, worstAt = r, i
+			}
+		}
+	}
+	if viol > 0 {
+		return fmt.Errorf("%s: %d/%d values past their derived bound (worst ×%.3g at %d: got %v want %v, bound %.3g)",
+			what, viol, len(got), worst, worstAt, got[worstAt], want[worstAt], bound[worstAt])
+	}
+	return nil
+}
