@@ -176,13 +176,171 @@ func TestDeltaChunkedMatchesOracleAndRecurrent(t *testing.T) {
 			copy(st[out*ssz:], randn(r, ssz, 5)) // overwritten
 			oc, sc := c.run(t, b, true, st, slots, in, out)
 			orr, sr := c.run(t, b, false, st, slots, in, out)
-			wo, wst := c.ref(st[in*ssz : (in+1)*ssz])
+			wo, wst, bro, brst := c.refBounded(st[in*ssz : (in+1)*ssz])
+			_, bco, _, bcst := c.refChunkedBounded(st[in*ssz:(in+1)*ssz], GDNChunkForTest)
 			name := fmt.Sprintf("%s/T=%d", b.Name(), T)
-			check(t, name+"/chunked_o", oc, wo, tolGDNState)
-			check(t, name+"/chunked_state", sc[out*ssz:(out+1)*ssz], wst[T-1], tolGDNState)
-			check(t, name+"/slot0_untouched", sc[:ssz], f64(st[:ssz]), tolExact)
-			check(t, name+"/forms_agree_o", oc, f64(orr), tolFormsGDN)
-			check(t, name+"/forms_agree_state", sc, f64(sr), tolFormsGDN)
+			// The independent recurrent oracle is the reference; the chunked
+			// form's own derived bound applies (plus FP64 slack between the
+			// two exact forms).
+			numtest.CheckBound(t, name+"/chunked_o", oc, wo, plusSlack(bco, wo))
+			numtest.CheckBound(t, name+"/chunked_state", sc[out*ssz:(out+1)*ssz], wst[T-1], plusSlack(bcst, wst[T-1]))
+			check(t, name+"/other_slots_untouched", sc[:out*ssz], f64(st[:out*ssz]), tolExact)
+			// Both forms against each other: within the sum of their bounds.
+			numtest.CheckBound(t, name+"/forms_agree_o", oc, f64(orr), addBounds(bco, bro[:len(bco)]))
+			numtest.CheckBound(t, name+"/forms_agree_state", sc[out*ssz:(out+1)*ssz], f64(sr[out*ssz:(out+1)*ssz]), addBounds(bcst, brst[T-1]))
 		}
 	}
+}
+
+// refChunkedBounded runs the chunked (WY) form of the delta rule the way the
+// kernels do (kernels/cpu/delta.c gdn_chunk_task; the CUDA chunk kernels
+// follow the same steps), in FP64, and alongside a running error analysis
+// of an fp32 evaluation of those steps: every value x carries a bound e_x on
+// |fp32 result − exact|, first order in u = 2⁻²⁴, with the rules
+//
+//	z = Σ aᵢbᵢ (any order):  e_z = Σ(|aᵢ|e_bᵢ + |bᵢ|e_aᵢ) + γ_(n+2)·Σ|aᵢbᵢ|
+//	z = a·b:                  e_z = |a|e_b + |b|e_a + u|z|
+//	z = expf(a):              e_z = z·(e_a + 2⁻²²)                 (2 ulp)
+//	y += α·x (axpy, no FMA):  e_y += |α|e_x + |x|e_α + 2u(|y| + |αx|)
+//
+// applied to each step: cumulative log-decays Γ, the decays e^(Γᵢ−Γₛ), the
+// masked (Q Kᵀ) and β(K Kᵀ) products, the forward substitutions U = L⁻¹βV and
+// W = L⁻¹(βK ⊙ e^Γ), V' = U − W S, O = (Q ⊙ e^Γ) S + QK V', and the state
+// update S ← e^(Γₙ) S + (K ⊙ e^(Γₙ−Γ))ᵀ V'. It returns the outputs and the
+// final state with their bounds.
+func (c gdnCase) refChunkedBounded(s0 []float32, chunk int) (o, oBound, state, stateBound []float64) {
+	const u = 0x1p-24
+	const uexp = 0x1p-22
+	gamma := func(m int) float64 { return float64(m) * u / (1 - float64(m)*u) }
+	abs := math.Abs
+	dk, dv := c.dk, c.dv
+	o, oBound = make([]float64, c.T*c.nv*dv), make([]float64, c.T*c.nv*dv)
+	state, stateBound = f64(s0), make([]float64, len(s0))
+	// dot of two fp32 input rows (exact inputs): value and bound
+	dot := func(a, b []float32) (float64, float64) {
+		s, sa := 0.0, 0.0
+		for i := range a {
+			p := float64(a[i]) * float64(b[i])
+			s, sa = s+p, sa+abs(p)
+		}
+		return s, gamma(len(a)+2) * sa
+	}
+	// axpy y += α·x with bounds
+	axpy := func(y, ey []float64, alpha, ealpha float64, x, ex []float64) {
+		for d := range y {
+			ax := alpha * x[d]
+			ey[d] += abs(alpha)*ex[d] + abs(x[d])*ealpha + 2*u*(abs(y[d])+abs(ax))
+			y[d] += ax
+		}
+	}
+	for j := 0; j < c.nv; j++ {
+		kh := j / (c.nv / c.nk)
+		S, ES := state[j*dk*dv:][:dk*dv], stateBound[j*dk*dv:][:dk*dv]
+		qrow := func(t int) []float32 { return c.q[(t*c.nk+kh)*dk:][:dk] }
+		krow := func(t int) []float32 { return c.k[(t*c.nk+kh)*dk:][:dk] }
+		vrow := func(t int) []float32 { return c.v[(t*c.nv+j)*dv:][:dv] }
+		for t0 := 0; t0 < c.T; t0 += chunk {
+			n := min(chunk, c.T-t0)
+			G, EGam := make([]float64, n), make([]float64, n) // Γ and its bound
+			EG, EEG := make([]float64, n), make([]float64, n) // e^Γ
+			B := make([]float64, n)
+			acc, eacc := 0.0, 0.0
+			for i := 0; i < n; i++ {
+				acc += float64(c.g[(t0+i)*c.nv+j])
+				eacc += u * abs(acc)
+				G[i], EGam[i] = acc, eacc
+				EG[i] = math.Exp(acc)
+				EEG[i] = EG[i] * (eacc + uexp)
+				B[i] = float64(c.beta[(t0+i)*c.nv+j])
+			}
+			QK, EQK := make([]float64, n*n), make([]float64, n*n)
+			A, EA := make([]float64, n*n), make([]float64, n*n)
+			for i := 0; i < n; i++ {
+				for s := 0; s <= i; s++ {
+					dec := math.Exp(G[i] - G[s])
+					edec := dec * (EGam[i] + EGam[s] + u*abs(G[i]-G[s]) + uexp)
+					qk, eqk := dot(qrow(t0+i), krow(t0+s))
+					QK[i*n+s] = qk * dec
+					EQK[i*n+s] = abs(qk)*edec + dec*eqk + u*abs(QK[i*n+s])
+					if s < i {
+						kk, ekk := dot(krow(t0+i), krow(t0+s))
+						A[i*n+s] = B[i] * kk * dec
+						EA[i*n+s] = abs(B[i])*(abs(kk)*edec+dec*ekk) + 2*u*abs(A[i*n+s])
+					}
+				}
+			}
+			U, EU := make([][]float64, n), make([][]float64, n)
+			W, EW := make([][]float64, n), make([][]float64, n)
+			for i := 0; i < n; i++ {
+				U[i], EU[i] = make([]float64, dv), make([]float64, dv)
+				W[i], EW[i] = make([]float64, dk), make([]float64, dk)
+				for d, x := range vrow(t0 + i) {
+					U[i][d] = B[i] * float64(x)
+					EU[i][d] = u * abs(U[i][d])
+				}
+				for d, x := range krow(t0 + i) {
+					W[i][d] = B[i] * EG[i] * float64(x)
+					EW[i][d] = abs(B[i]*float64(x))*EEG[i] + 2*u*abs(W[i][d])
+				}
+				for s := 0; s < i; s++ {
+					axpy(U[i], EU[i], -A[i*n+s], EA[i*n+s], U[s], EU[s])
+					axpy(W[i], EW[i], -A[i*n+s], EA[i*n+s], W[s], EW[s])
+				}
+			}
+			VP, EVP := make([][]float64, n), make([][]float64, n)
+			for i := 0; i < n; i++ {
+				VP[i], EVP[i] = append([]float64(nil), U[i]...), append([]float64(nil), EU[i]...)
+				ot, eot := o[((t0+i)*c.nv+j)*dv:][:dv], oBound[((t0+i)*c.nv+j)*dv:][:dv]
+				q := qrow(t0 + i)
+				for r := 0; r < dk; r++ {
+					axpy(VP[i], EVP[i], -W[i][r], EW[i][r], S[r*dv:][:dv], ES[r*dv:][:dv])
+					cq := float64(q[r]) * EG[i]
+					ecq := abs(float64(q[r]))*EEG[i] + u*abs(cq)
+					axpy(ot, eot, cq, ecq, S[r*dv:][:dv], ES[r*dv:][:dv])
+				}
+			}
+			for i := 0; i < n; i++ {
+				ot, eot := o[((t0+i)*c.nv+j)*dv:][:dv], oBound[((t0+i)*c.nv+j)*dv:][:dv]
+				for s := 0; s <= i; s++ {
+					axpy(ot, eot, QK[i*n+s], EQK[i*n+s], VP[s], EVP[s])
+				}
+			}
+			gl, egl := G[n-1], EGam[n-1]
+			eg := math.Exp(gl)
+			eeg := eg * (egl + uexp)
+			for x := range S {
+				ES[x] = eg*ES[x] + abs(S[x])*eeg + u*eg*abs(S[x])
+				S[x] *= eg
+			}
+			for i := 0; i < n; i++ {
+				e := math.Exp(gl - G[i])
+				ee := e * (egl + EGam[i] + u*abs(gl-G[i]) + uexp)
+				for r, kr := range krow(t0 + i) {
+					cr := float64(kr) * e
+					ecr := abs(float64(kr))*ee + u*abs(cr)
+					axpy(S[r*dv:][:dv], ES[r*dv:][:dv], cr, ecr, VP[i], EVP[i])
+				}
+			}
+		}
+	}
+	return o, oBound, state, stateBound
+}
+
+// plusSlack adds to each bound the FP64 rounding by which two exact forms of
+// the same computation may differ (2⁻⁴⁰ relative: far below fp32 errors).
+func plusSlack(bound, want []float64) []float64 {
+	out := make([]float64, len(bound))
+	for i := range bound {
+		out[i] = bound[i] + 0x1p-40*(1+math.Abs(want[i]))
+	}
+	return out
+}
+
+// addBounds is the elementwise sum of two error bounds.
+func addBounds(a, b []float64) []float64 {
+	out := make([]float64, len(a))
+	for i := range a {
+		out[i] = a[i] + b[i]
+	}
+	return out
 }

@@ -21,9 +21,7 @@ type tol = numtest.Tolerance
 var (
 	tolExact     = tol{Name: "exact"}
 	tolElem      = tol{Name: "elementwise_fp32", Atol: 1e-5, Rtol: 1e-5}
-	tolGDNState  = tol{Name: "gdn_state_fp32", Atol: 5e-4, Rtol: 5e-3, TailFrac: 2e-3, TailMax: 4, RelL2: 5e-3}
 	tolGDNCtl    = tol{Name: "gdn_control_fp32", Atol: 1e-6, Rtol: 1e-5}
-	tolFormsGDN  = tol{Name: "gdn_forms_agree", Atol: 2e-4, Rtol: 2e-3, TailFrac: 1e-3, TailMax: 4, RelL2: 1e-3}
 	tolDecodeRow = tol{Name: "decode_row", Rtol: 1e-6}
 )
 
