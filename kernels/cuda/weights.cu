@@ -39,11 +39,10 @@
  *     the former Go linear_fp32 tolerance at K = 520; NaN codes stay
  *     NaN: NaN bf16 weights and NaN scales propagate through the mma and
  *     the fp32 scale multiply into exactly the affected output rows).
- *   The mma products go into a per-group (q4..q8) or per-k-tile (nvfp4,
- *     fp8-row) partial that is added to the accumulator once per group or
- *     tile, so the running sum never absorbs the small lo/mid terms; only
- *     bf16 weights still accumulate directly (the partial's 32 registers
- *     spill there under the launch bounds). The Go op tests check each
+ *   The mma products go into a per-group (q4..q8) or per-k-tile (bf16,
+ *     nvfp4, fp8-row) partial that is added to the accumulator once per
+ *     group or tile, so the running sum never absorbs the small lo/mid
+ *     terms. The Go op tests check each
  *     output against the bound derived from this arithmetic
  *     (internal/numtest, TensorCoreBF16x3; docs/ACCURACY.md).
  */

@@ -574,17 +574,16 @@ template <> struct WT<NI_W_Q6> : WTQ<6> {};
 template <> struct WT<NI_W_Q8> : WTQ<8> {};
 
 template <int F, bool AVEC>
-__global__ void __launch_bounds__(128, F == NI_W_Q8 ? 2 : 3) niw_mma_kernel(ni_weight w, ni_rows x, ni_rows y, int acc) {
+__global__ void __launch_bounds__(128, F == NI_W_Q8 || F == NI_W_BF16 || F == NIW_BF16S ? 2 : 3) niw_mma_kernel(ni_weight w, ni_rows x, ni_rows y, int acc) {
     typedef WT<F> L;
     constexpr bool GROUPED = L::GROUPED;
     constexpr int G = F == NI_W_Q8 ? 32 : 64; /* k columns per scale group (grouped formats) */
     constexpr int KS_PER_G = G / 16;
-    /* Formats whose mma products go through the per-k-tile partial sum (see
-     * "Tolerance story" in weights.cu): the grouped ones (scale per group) and
-     * nvfp4/fp8-row, whose large decoded weights made the lo/mid activation
-     * terms vanish into the running sum. bf16 stays on the direct path: the
-     * extra 32 registers spill on sm_89/sm_90a under these launch bounds. */
-    constexpr bool PARTIAL = GROUPED || F == NI_W_NVFP4 || F == NI_W_FP8ROW || F == NIW_FP8S;
+    /* Every format's mma products go into a partial sum (see "Tolerance
+     * story" in weights.cu): per scale group for the grouped formats, per
+     * k-tile for the others, so the small lo/mid activation terms never
+     * vanish into the running sum. The partial's 32 registers need the
+     * 2-blocks-per-SM launch bound for q8 and bf16 (no spills, make cuda-check). */
     NI_DYN_SMEM(smem);
     float *As = (float *)smem;                                              /* [2][BM][ALD] */
     uint16_t *Bs = (uint16_t *)(smem + 2 * NIW_BM * NIW_ALD * 4);           /* [2][BN][BLD] */
@@ -678,7 +677,7 @@ __global__ void __launch_bounds__(128, F == NI_W_Q8 ? 2 : 3) niw_mma_kernel(ni_w
             for (int mi = 0; mi < 2; mi++)
 #pragma unroll
                 for (int ni = 0; ni < 4; ni++) {
-                    float *d = PARTIAL ? part[mi][ni] : accm[mi][ni];
+                    float *d = part[mi][ni];
                     /* smallest term first: its products are not absorbed by the larger sums */
                     ni_mma_bf16_16816(d, al[mi], bf[ni], d);
                     ni_mma_bf16_16816(d, am[mi], bf[ni], d);
@@ -702,7 +701,7 @@ __global__ void __launch_bounds__(128, F == NI_W_Q8 ? 2 : 3) niw_mma_kernel(ni_w
                     }
                 }
             }
-            if (PARTIAL && !GROUPED && ks + 1 == NIW_BK / 16) { /* end of the k-tile: acc += partial */
+            if (!GROUPED && ks + 1 == NIW_BK / 16) { /* end of the k-tile: acc += partial */
 #pragma unroll
                 for (int mi = 0; mi < 2; mi++)
 #pragma unroll
