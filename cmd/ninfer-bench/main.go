@@ -49,7 +49,7 @@ func (l *listValue) Set(s string) error { l.vals = append(l.vals, s); return nil
 func (l *listValue) String() string     { return strings.Join(l.vals, " ") }
 
 // longNames maps every flag spelling to the long name used in messages.
-var longNames = map[string]string{"m": "weights", "p": "n-prompt", "n": "n-gen", "pg": "prompt-gen", "r": "repetitions",
+var longNames = map[string]string{"m": "weights", "p": "n-prompt", "n": "n-gen", "pg": "prompt-gen", "d": "n-depth", "r": "repetitions",
 	"o": "format", "output": "format", "f": "format"}
 
 // usageMessage rewrites the flag package's parse errors in the reference's
@@ -73,7 +73,7 @@ func newApp(ctx context.Context, stdout, stderr io.Writer, env bench.Env) *cli.A
 	// The short and long spellings of the test flags are separate flags that
 	// share one list, so that they can be mixed and keep their argv order
 	// (urfave/cli aliases refuse "two forms of the same flag").
-	prompts, gens, pairs := &listValue{}, &listValue{}, &listValue{}
+	prompts, gens, pairs, depths := &listValue{}, &listValue{}, &listValue{}, &listValue{}
 	app := &cli.App{
 		Name:      name,
 		Usage:     "benchmark prefill and decode throughput of a .ninfer model",
@@ -81,7 +81,11 @@ func newApp(ctx context.Context, stdout, stderr io.Writer, env bench.Env) *cli.A
 		Description: `Runs the reference ninfer_bench test matrix: pp<P> (prefill P corpus tokens
 and sample one), tg<G> (one seed token, then G decode steps) and pp<P>+tg<G>.
 Tests run in the order all pp, all tg, all pp+tg (argv order within each);
-without -p/-n/-pg the tests are pp512 and tg128. Each test runs --warmup
+without -p/-n/-pg the tests are pp512 and tg128. -d D,... (llama-bench's
+--n-depth) runs every test at each context depth D: each rep first
+prefills D corpus tokens, untimed, then times the test after them (the
+prompt is the corpus tokens after the depth); tables label it tg128 @ d4096
+and the JSON carries n_depth. Each test runs --warmup
 discarded reps, then -r measured reps. Greedy decoding, no stop tokens.
 
 Flags: -p, -n, -pg, -r and -o are llama-bench's (-o is the output format,
@@ -112,6 +116,7 @@ Examples:
    ninfer-bench --weights m.ninfer --corpus c.ids -p 512 -p 2048 -n 128 -pg 2048,512 | ninfer-report --format md
    ninfer-bench --weights m.ninfer --corpus c.ids -pg "512,128;4096,128" --kv-dtype int8 --format json --output-file out/r.json
    ninfer-bench --weights m.ninfer --corpus c.ids --backend cpu --threads 2 -o md
+   ninfer-bench --weights m.ninfer --corpus c.ids -d 0,1024,4096 -p 512 -n 128 | ninfer-report --format svg -o depth.svg
    ninfer-bench --weights m.ninfer --corpus c.ids --verify --spec mtp --draft-tokens 2 -n 128`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "weights", Aliases: []string{"m"}, Usage: "the .ninfer model `PATH` (required)"},
@@ -122,6 +127,8 @@ Examples:
 			&cli.GenericFlag{Name: "n", Value: gens, Hidden: true},
 			&cli.GenericFlag{Name: "prompt-gen", Value: pairs, Usage: "pp+tg tests (-pg): `P,G;P,G` pairs (repeatable)"},
 			&cli.GenericFlag{Name: "pg", Value: pairs, Hidden: true},
+			&cli.GenericFlag{Name: "n-depth", Value: depths, Usage: "context depths (-d): run every test after an untimed prefill of `D,...` corpus tokens (llama-bench's -d; tables show tg128 @ d4096; default 0; repeatable)"},
+			&cli.GenericFlag{Name: "d", Value: depths, Hidden: true},
 			&cli.StringFlag{Name: "repetitions", Aliases: []string{"r"}, Value: "5", Usage: "measured reps per test (`N` ≥ 1)"},
 			&cli.StringFlag{Name: "warmup", Value: "1", Usage: "discarded warmup reps per test (`N` ≥ 0)"},
 			&cli.StringFlag{Name: "max-ctx", Value: "auto", Usage: "max context in `TOKENS` (auto: what the largest test needs)"},
@@ -134,6 +141,7 @@ Examples:
 			&cli.StringFlag{Name: "device", Value: "0", Usage: "device `ORDINAL`"},
 			&cli.StringFlag{Name: "backend", Value: "auto", Usage: "compute `BACKEND`: auto, cpu or cuda"},
 			&cli.StringFlag{Name: "threads", Value: "0", Usage: "CPU backend worker `THREADS` (0: all cores)"},
+			&cli.StringFlag{Name: "activations", Value: "auto", Usage: "matmul activations `MODE` on the CPU backend: auto (int8 for q4/q5/q6 weights at T ≤ 16, fp32 otherwise; the output head stays fp32), int8 (also q8) or fp32 (recorded as activations)"},
 			&cli.StringFlag{Name: "format", Aliases: []string{"f", "output", "o"}, Value: bench.OutputJSONL, Usage: "output `FORMAT`: jsonl, json, table (alias md) or csv (-o/--output: llama-bench's spelling)"},
 			&cli.StringFlag{Name: "output-file", Usage: "write the output to `PATH` (atomically, parents created) instead of stdout"},
 			&cli.BoolFlag{Name: "verify", Usage: "before loading, re-hash every payload and check every tensor's values (as ninfer-inspect --verify; not timed)"},
@@ -152,7 +160,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env bench
 	if len(args) > 0 && wantsHelp(args[1:]) {
 		args = []string{args[0], "--help"} // help wins over any bad argument after it
 	}
-	err := newApp(ctx, stdout, stderr, env).Run(args)
+	app := newApp(ctx, stdout, stderr, env)
+	app.Metadata = map[string]any{"args": args} // flags as typed, for messages (flags.go)
+	err := app.Run(args)
 	switch {
 	case err == nil:
 		return exitOK
@@ -206,7 +216,7 @@ func params(c *cli.Context) (bench.Params, error) {
 		for _, v := range c.Generic(f.flag).(*listValue).vals {
 			xs, err := bench.ParseIntList(f.flag, v)
 			if err != nil {
-				return p, cliutil.UsageError{Err: err}
+				return p, listError(c, f.flag, v, err)
 			}
 			*f.dst = append(*f.dst, xs...)
 		}
@@ -214,9 +224,16 @@ func params(c *cli.Context) (bench.Params, error) {
 	for _, v := range c.Generic("prompt-gen").(*listValue).vals {
 		pairs, err := bench.ParsePairs(v)
 		if err != nil {
-			return p, cliutil.UsageError{Err: err}
+			return p, listError(c, "prompt-gen", v, err)
 		}
 		p.Pairs = append(p.Pairs, pairs...)
+	}
+	for _, v := range c.Generic("n-depth").(*listValue).vals {
+		ds, err := bench.ParseDepthList(v)
+		if err != nil {
+			return p, cliutil.UsageError{Err: err}
+		}
+		p.Depths = append(p.Depths, ds...)
 	}
 	counts := []struct {
 		flag string
@@ -240,11 +257,14 @@ func params(c *cli.Context) (bench.Params, error) {
 	}
 	for _, f := range counts {
 		if *f.dst, err = bench.ParseCount(f.flag, c.String(f.flag), f.min); err != nil {
-			return p, cliutil.UsageError{Err: err}
+			return p, countError(c, f.flag, c.String(f.flag), f.min, err)
 		}
 	}
 	if p.KVDtype, err = bench.ParseKVDtype(c.String("kv-dtype")); err != nil {
 		return p, cliutil.UsageError{Err: err}
+	}
+	if p.Activations = c.String("activations"); p.Activations != "auto" && p.Activations != "int8" && p.Activations != "fp32" {
+		return p, cliutil.Usagef("--activations %q: want auto, int8 or fp32", p.Activations)
 	}
 	if v := c.String("spec"); v != bench.SpecNone {
 		if p.Spec, err = bench.ParseSpec(v); err != nil {
@@ -263,10 +283,20 @@ func params(c *cli.Context) (bench.Params, error) {
 	if err := cliutil.CheckOutputFile("--output-file", p.OutputFile, ""); err != nil {
 		return p, err
 	}
+	if err := checkBenchInputs(c, p); err != nil {
+		return p, err
+	}
 	if err := p.Validate(); err != nil {
 		// pkg/bench words it as the reference does, naming its
 		// dflash/dflash2 backends, which ninfer does not offer.
 		return p, cliutil.Usagef("%s", strings.Replace(err.Error(), "--spec mtp|dflash|dflash2", "--spec mtp", 1))
+	}
+	// A depth beyond an explicit --max-ctx is refused before anything is
+	// loaded; against the model's own limit, as soon as its header is read
+	// (bench.DepthContextError).
+	tests := bench.WithDepths(bench.ExpandTests(p.Prompts, p.Gens, p.Pairs), p.Depths)
+	if err := bench.CheckDepthContext(tests, p.Spec, p.DraftTokens, p.MaxCtx); err != nil {
+		return p, cliutil.UsageError{Err: err}
 	}
 	return p, nil
 }
@@ -303,6 +333,9 @@ func action(ctx context.Context, c *cli.Context, stdout, stderr io.Writer, env b
 		}
 	}
 	if runErr != nil && !errors.Is(runErr, bench.ErrInterrupted) {
+		if de := (bench.DepthContextError{}); errors.As(runErr, &de) {
+			return cliutil.UsageError{Err: runErr}
+		}
 		return runErr
 	}
 	if _, err := out.finish(); err != nil {

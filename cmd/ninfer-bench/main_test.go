@@ -69,24 +69,24 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{nil, "--weights is required"},
 		{[]string{"-p", "16"}, "--weights is required"},
-		{append(w, "-p", ""), "n-prompt is empty"},
-		{append(w, "-p", "x"), "invalid n-prompt: x"},
-		{append(w, "--n-prompt", "0"), "n-prompt must be positive"},
-		{append(w, "-n", "5,abc"), "invalid n-gen: abc"},
-		{append(w, "-n", "-3"), "n-gen must be positive"},
-		{append(w, "-pg", "16"), "prompt-gen expects P,G pairs"},
-		{append(w, "--prompt-gen", "16,8;1,2,3"), "prompt-gen expects P,G pairs"},
-		{append(w, "-pg", "0,8"), "prompt-gen must be positive"},
-		{append(w, "-r", "0"), "invalid repetitions: 0"},
-		{append(w, "--repetitions", "two"), "invalid repetitions: two"},
-		{append(w, "--warmup", "-1"), "invalid warmup: -1"},
-		{append(w, "--max-ctx", "0"), "invalid max-ctx: 0"},
-		{append(w, "--max-ctx", "1k"), "invalid max-ctx: 1k"},
-		{append(w, "--prefill-chunk", "0"), "invalid prefill-chunk: 0"},
+		{append(w, "-p", ""), "-p: empty value (want comma-separated integers in 1..2147483647)"},
+		{append(w, "-p", "x"), "-p x: out of range or not a number (want comma-separated integers in 1..2147483647)"},
+		{append(w, "--n-prompt", "0"), "--n-prompt 0: out of range or not a number (want comma-separated integers in 1..2147483647)"},
+		{append(w, "-n", "5,abc"), "-n 5,abc: out of range or not a number (want comma-separated integers in 1..2147483647)"},
+		{append(w, "-n", "-3"), "-n -3: out of range or not a number (want comma-separated integers in 1..2147483647)"},
+		{append(w, "-pg", "16"), "-pg 16: out of range or not a number (want P,G pairs separated by ';', each in 1..2147483647)"},
+		{append(w, "--prompt-gen", "16,8;1,2,3"), "--prompt-gen 16,8;1,2,3: out of range or not a number (want P,G pairs separated by ';', each in 1..2147483647)"},
+		{append(w, "-pg", "0,8"), "-pg 0,8: out of range or not a number (want P,G pairs separated by ';', each in 1..2147483647)"},
+		{append(w, "-r", "0"), "-r 0: out of range (want 1..4294967295)"},
+		{append(w, "--repetitions", "two"), "--repetitions two: not an integer (want 1..4294967295)"},
+		{append(w, "--warmup", "-1"), "--warmup -1: out of range (want 0..4294967295)"},
+		{append(w, "--max-ctx", "0"), "--max-ctx 0: out of range (want 1..4294967295)"},
+		{append(w, "--max-ctx", "1k"), "--max-ctx 1k: not an integer (want 1..4294967295)"},
+		{append(w, "--prefill-chunk", "0"), "--prefill-chunk 0: out of range (want 1..4294967295)"},
 		{append(w, "--prefill-chunk", "1000"), "--prefill-chunk must be a multiple of 128"},
 		{append(w, "--kv-dtype", "fp16"), "invalid kv-dtype: fp16 (want bf16, int8 or fp8)"},
 		{append(w, "--spec", "eagle"), "invalid speculative backend: eagle"},
-		{append(w, "--draft-tokens", "0"), "invalid draft-tokens: 0"},
+		{append(w, "--draft-tokens", "0"), "--draft-tokens 0: out of range (want 1..4294967295)"},
 		// not the reference's "--spec mtp|dflash|dflash2": ninfer offers none of those
 		{append(w, "--draft-tokens", "2"), "--draft-tokens and --lm-head-draft require --spec mtp"},
 		{append(w, "--lm-head-draft"), "--draft-tokens and --lm-head-draft require --spec mtp"},
@@ -94,8 +94,8 @@ func TestUsageErrors(t *testing.T) {
 		{append(w, "--spec", "dflash"), "invalid speculative backend: dflash (ninfer implements mtp only)"},
 		{append(w, "--spec", "mtp"), "--spec mtp requires --draft-tokens in [1,5]"},
 		{append(w, "--spec", "mtp", "--draft-tokens", "6"), "--spec mtp requires --draft-tokens in [1,5]"},
-		{append(w, "--device", "-1"), "invalid device: -1"},
-		{append(w, "--threads", "many"), "invalid threads: many"},
+		{append(w, "--device", "-1"), "--device -1: out of range (want 0..4294967295)"},
+		{append(w, "--threads", "many"), "--threads many: not an integer (want 0..256)"},
 		{append(w, "--backend", "metal"), "invalid backend: metal (want auto, cpu or cuda)"},
 		{append(w, "--output", "xml"), "invalid output format: xml (want jsonl, json, table (md) or csv)"},
 		{append(w, "--format", "xml"), "invalid output format: xml (want jsonl, json, table (md) or csv)"},
@@ -359,5 +359,18 @@ func TestVerifyAndQuiet(t *testing.T) {
 	code, _, stderr = runCmd(t, context.Background(), append(quiet, "-q")...)
 	if code != 0 || stderr != "" {
 		t.Fatalf("--quiet: exit %d, stderr %q; want nothing", code, stderr)
+	}
+}
+
+// --threads is 0..256 with a usage error naming the flag in every tool;
+// before, --threads 10000 exited 1 late and -1 said "invalid threads".
+func TestThreadsRange(t *testing.T) {
+	for _, v := range []string{"-1", "10000"} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), []string{"ninfer-bench", "--weights", "m.ninfer", "--threads", v}, &stdout, &stderr, bench.Env{})
+		want := "ninfer-bench: --threads " + v + ": out of range (want 0..256; 0 = all cores)\n"
+		if code != 2 || stderr.String() != want {
+			t.Errorf("--threads %s: exit %d stderr %q, want 2 and %q", v, code, stderr.String(), want)
+		}
 	}
 }

@@ -94,8 +94,8 @@ func convertAction(c *cli.Context) error {
 	if err != nil {
 		return cliutil.Usagef("--recipe %q: unknown recipe (want %s)", c.String("recipe"), strings.Join(recipe.Names(), ", "))
 	}
-	if c.Int("threads") < 0 {
-		return cliutil.Usagef("--threads must be ≥ 0, got %d", c.Int("threads"))
+	if err := cliutil.CheckThreads("--threads", c.Int("threads")); err != nil {
+		return err
 	}
 	if (c.Int("draft-head") > 0) != (c.String("draft-corpus") != "") {
 		return cliutil.Usagef("--draft-head and --draft-corpus go together")
@@ -105,6 +105,9 @@ func convertAction(c *cli.Context) error {
 	}
 	if cliutil.EndsInSeparator(dst) {
 		return cliutil.Usagef("%s: ends in %q, a directory path (want the OUT.ninfer file path)", dst, string(os.PathSeparator))
+	}
+	if err := cliutil.CheckIO("", dst, convertInputs(src, c.String("draft-corpus"))...); err != nil {
+		return err
 	}
 	if fi, err := os.Lstat(dst); err == nil {
 		switch {
@@ -124,7 +127,9 @@ func convertAction(c *cli.Context) error {
 		return fmt.Errorf("%s: create parent directory: %w", dst, err)
 	}
 	stderr := c.App.ErrWriter
-	opts := convert.Options{Recipe: r, Name: c.String("name"), Workers: c.Int("threads")}
+	// Without --force the output is created exclusively: of two runs
+	// racing for dst exactly one wins (the check above is not atomic).
+	opts := convert.Options{Recipe: r, Name: c.String("name"), Workers: c.Int("threads"), NoReplace: !c.Bool("force")}
 	if !c.Bool("quiet") {
 		opts.Log, opts.Progress = stderr, stderr
 	}
@@ -185,4 +190,18 @@ func draftHead(src, corpusPath string, n int, stderr io.Writer) (*convert.DraftH
 		return nil, fmt.Errorf("--draft-head: %w", err)
 	}
 	return &convert.DraftHead{TokenIDs: top, Source: corpusPath}, nil
+}
+
+// convertInputs are the files a conversion reads: the regular files of
+// HF_DIR (config, safetensors, tokenizer) and the --draft-corpus.
+func convertInputs(src, draftCorpus string) []string {
+	var in []string
+	if ents, err := os.ReadDir(src); err == nil {
+		for _, e := range ents {
+			if e.Type().IsRegular() {
+				in = append(in, filepath.Join(src, e.Name()))
+			}
+		}
+	}
+	return append(in, draftCorpus)
 }

@@ -91,6 +91,7 @@ Examples:
 			&cli.StringFlag{Name: "kv-dtype", Value: "bf16", Usage: "KV cache `DTYPE`: bf16, int8, fp8 or fp32"},
 			&cli.StringFlag{Name: "backend", Value: "auto", Usage: "compute `BACKEND`: auto, cpu or cuda"},
 			&cli.IntFlag{Name: "threads", Usage: "CPU `N` threads (0: all cores)"},
+			&cli.StringFlag{Name: "activations", Value: "fp32", Usage: "CPU matmul activations `MODE`: fp32, or int8 (q4–q8 weights at every T, the per-token quantization decode's --activations auto uses; the output head stays fp32)"},
 			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "table", Usage: "output `FORMAT`: table (alias md) or json (one line per model)"},
 			&cli.StringFlag{Name: "output-file", Aliases: []string{"o"}, Usage: "write the output to `PATH` atomically instead of stdout"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress or load lines on stderr"},
@@ -104,6 +105,7 @@ type options struct {
 	corpus, text     string
 	ctx, stride, max int
 	kv, backend      string
+	activations      string
 	threads          int
 	format, out      string
 	quiet            bool
@@ -113,7 +115,7 @@ func parse(c *cli.Context) (options, error) {
 	o := options{weights: c.StringSlice("weights"), reference: c.String("reference"), corpus: c.String("corpus"),
 		text: c.String("text"), ctx: c.Int("ctx"), stride: c.Int("stride"), max: c.Int("max-windows"),
 		kv: c.String("kv-dtype"), backend: c.String("backend"), threads: c.Int("threads"),
-		format: c.String("format"), out: c.String("output-file"), quiet: c.Bool("quiet")}
+		activations: c.String("activations"), format: c.String("format"), out: c.String("output-file"), quiet: c.Bool("quiet")}
 	if o.format == "md" {
 		o.format = "table"
 	}
@@ -144,11 +146,19 @@ func parse(c *cli.Context) (options, error) {
 	case !slices.Contains([]string{"auto", "cpu", "cuda"}, o.backend):
 		return o, cliutil.Usagef("--backend %q: want auto, cpu or cuda", o.backend)
 	case o.threads < 0:
-		return o, cliutil.Usagef("--threads %d must be ≥ 0", o.threads)
+		return o, cliutil.CheckThreads("--threads", o.threads)
+	case o.activations != "fp32" && o.activations != "int8":
+		return o, cliutil.Usagef("--activations %q: want fp32 or int8", o.activations)
 	case o.format != "table" && o.format != "json":
 		return o, cliutil.Usagef("--format %q: want table or json", o.format)
 	}
-	return o, cliutil.CheckOutputFile("--output-file", o.out, "--format %s")
+	if err := cliutil.CheckThreads("--threads", o.threads); err != nil {
+		return o, err
+	}
+	if err := cliutil.CheckOutputFile("--output-file", o.out, "--format %s"); err != nil {
+		return o, err
+	}
+	return o, cliutil.CheckIO("--output-file", o.out, append([]string{o.reference, o.corpus, o.text}, o.weights...)...)
 }
 
 func action(ctx context.Context, c *cli.Context, stdout, stderr io.Writer) error {
@@ -181,7 +191,11 @@ func action(ctx context.Context, c *cli.Context, stdout, stderr io.Writer) error
 
 	open := func(path string) (*eval.Model, error) {
 		t0 := time.Now()
-		m, err := eval.Open(eval.ModelOptions{Weights: path, Backend: o.backend, Threads: o.threads, Ctx: o.ctx, KVDtype: o.kv})
+		act := o.activations
+		if act == "int8" {
+			act = "int8-all" // eval scores by prefill: int8 at every T (backend.ActInt8All)
+		}
+		m, err := eval.Open(eval.ModelOptions{Weights: path, Backend: o.backend, Threads: o.threads, Ctx: o.ctx, KVDtype: o.kv, Activations: act})
 		if err != nil {
 			return nil, err
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -159,7 +160,7 @@ func TestFlagsDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	app := newApp()
+	app := cliutil.Prepare(newApp(), io.Discard, io.Discard) // as run: Prepare adds --version
 	if err := cliutil.CheckFlagDoc(doc, "eval", cliutil.FlagNames(app.Flags, !app.HideHelp)); err != nil {
 		t.Error(err)
 	}

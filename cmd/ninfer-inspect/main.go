@@ -84,6 +84,9 @@ Examples:
 			if err := cliutil.CheckOutputFile("--output-file", path, "--format %s"); err != nil {
 				return err
 			}
+			if err := cliutil.CheckIO("--output-file", path, c.Args().First()); err != nil {
+				return err
+			}
 			stderr := c.App.ErrWriter
 			if c.Bool("quiet") {
 				stderr = io.Discard

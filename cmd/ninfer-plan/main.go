@@ -32,7 +32,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func newApp(stdout, stderr io.Writer) *cli.App {
-	return &cli.App{
+	return cliutil.AddVersion(&cli.App{
 		Name:      name,
 		Usage:     "print the device memory plan of a model (schema-15 memory object)",
 		UsageText: name + " (--weights M.ninfer | --config config.json [--recipe R]) (--device-memory SIZE | --gpu NAME | --available SIZE) [options]",
@@ -102,7 +102,7 @@ Examples:
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no --backend auto note or 'wrote' line on stderr (errors only)"},
 		},
 		Action: func(c *cli.Context) error { return action(c, stdout, stderr) },
-	}
+	})
 }
 
 func action(c *cli.Context, stdout, stderr io.Writer) error {
@@ -126,6 +126,9 @@ func action(c *cli.Context, stdout, stderr io.Writer) error {
 		return cliutil.Usagef("--format %q: want table (md) or json", format)
 	}
 	if err := cliutil.CheckOutputFile("--output-file", c.String("output-file"), "--format %s"); err != nil {
+		return err
+	}
+	if err := cliutil.CheckIO("--output-file", c.String("output-file"), c.String("weights"), c.String("config")); err != nil {
 		return err
 	}
 	var cfg qwen35.Config

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ninfer/ninfer/pkg/benchfmt"
 	"github.com/ninfer/ninfer/pkg/report"
+	"github.com/ninfer/ninfer/pkg/report/chart"
 )
 
 const name = "ninfer-report"
@@ -33,13 +34,16 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func onUsageError(_ *cli.Context, err error, _ bool) error { return cliutil.UsageError{Err: err} }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
-	return &cli.App{
+	return cliutil.AddVersion(&cli.App{
 		Name:      name,
 		Usage:     "aggregate, check and compare ninfer-bench results",
-		UsageText: name + " [--format json|md|csv] [--output-file PATH] [--run ID] [FILES...|-]\n" + name + " --check DOC\n" + name + " compare [--format md|csv] A B",
+		UsageText: name + " [--format json|md|csv|svg|png] [--output-file PATH] [--run ID] [FILES...|-]\n" + name + " --check DOC\n" + name + " compare [--format md|csv] A B",
 		Description: `Reads ninfer-bench JSON lines (docs/BENCH-LINES.md) or schema-15 report
 documents and writes the schema-15 document (default), a llama-bench style
-markdown table or CSV. Flags go before the files. With no files, standard
+markdown table or CSV, or draws them (svg, png): prefill and decode tok/s
+against the context depth of ninfer-bench -d for each run, or a grouped bar
+chart per test without depths; error bars are the reps' stddev. png needs
+--output-file; svg is not written to a terminal. Flags go before the files. With no files, standard
 input is read unless it is a terminal.
 
 Exit status: 0 ok, 2 usage error, 1 runtime error (including --check mismatches).
@@ -49,6 +53,8 @@ Examples:
    cat run.jsonl | ninfer-report -
    ninfer-report --format md run.jsonl
    ninfer-report --format csv --output-file out/all.csv a.jsonl b.jsonl
+   ninfer-bench -m m.ninfer --corpus c.ids -d 0,1024,4096 -p 512 -n 128 | ninfer-report --format svg > depth.svg
+   ninfer-report --format png --output-file depth.png q8.jsonl groupwise-int.jsonl
    ninfer-report --run 20261201T082308Z-3f9a1c0e both-runs.jsonl
    ninfer-report --check report.json
    ninfer-report compare base.json new.jsonl`,
@@ -58,7 +64,7 @@ Examples:
 		OnUsageError:    onUsageError,
 		ExitErrHandler:  func(*cli.Context, error) {},
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: report.FormatJSON, Usage: "output format: json, md or csv"},
+			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: report.FormatJSON, Usage: "output format: json, md, csv, svg or png (a chart; png needs --output-file)"},
 			&cli.StringFlag{Name: "output-file", Aliases: []string{"o"}, Usage: "write the output to `PATH` (atomically) instead of stdout"},
 			&cli.StringFlag{Name: "run", Usage: "select the run with this run_id (for a document: its file name)"},
 			&cli.StringFlag{Name: "check", Usage: "recompute every aggregate of the schema-15 document `DOC` (- = stdin) from its reps; exit 1 on mismatch"},
@@ -86,7 +92,7 @@ Example:
 			},
 			Action: func(c *cli.Context) error { return compareAction(c, stdin, stdout, stderr) },
 		}},
-	}
+	})
 }
 
 // fileArgs returns the positional arguments, rejecting flags placed after
@@ -135,10 +141,16 @@ func reportAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) err
 		return err
 	}
 	format := c.String("format")
-	if format != report.FormatJSON && format != report.FormatMD && format != report.FormatCSV {
-		return cliutil.Usagef("--format %q: want json, md or csv", format)
+	if format != report.FormatJSON && format != report.FormatMD && format != report.FormatCSV && !chart.IsFormat(format) {
+		return cliutil.Usagef("--format %q: want json, md, csv, svg or png", format)
 	}
 	if err := cliutil.CheckOutputFile("--output-file", c.String("output-file"), "--format %s"); err != nil {
+		return err
+	}
+	if err := cliutil.CheckIO("--output-file", c.String("output-file"), append([]string{c.String("check")}, files...)...); err != nil {
+		return err
+	}
+	if err := checkPictureOutput(format, c.String("output-file"), stdout); err != nil {
 		return err
 	}
 	if doc := c.String("check"); doc != "" {
@@ -158,7 +170,7 @@ func reportAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	out, err := report.Render(format, runs)
+	out, err := render(format, runs)
 	if err != nil {
 		return err
 	}
@@ -230,6 +242,9 @@ func compareAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) er
 		return cliutil.Usagef("compare --format %q: want md or csv", format)
 	}
 	if err := cliutil.CheckOutputFile("--output-file", c.String("output-file"), "--format %s"); err != nil {
+		return err
+	}
+	if err := cliutil.CheckIO("--output-file", c.String("output-file"), files...); err != nil {
 		return err
 	}
 	a, err := oneRun(files[0], c.String("run-a"), stdin, stderr)

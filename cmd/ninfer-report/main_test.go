@@ -75,7 +75,7 @@ func TestExitCodes(t *testing.T) {
 		{"help", []string{"--help"}, 0, "", "Examples:"},
 		{"compare help", []string{"compare", "--help"}, 0, "", "Welch"},
 		{"unknown flag", []string{"--bogus", seedPath}, 2, "ninfer-report: flag provided but not defined: --bogus", ""},
-		{"bad format", []string{"--format", "xml", seedPath}, 2, `--format "xml": want json, md or csv`, ""},
+		{"bad format", []string{"--format", "xml", seedPath}, 2, `--format "xml": want json, md, csv, svg or png`, ""},
 		{"flag after files", []string{seedPath, "--format", "md"}, 2, "flag --format after the file arguments", ""},
 		{"check with files", []string{"--check", seedPath, seedPath}, 2, "--check takes the document", ""},
 		{"compare one arg", []string{"compare", seedPath}, 2, "compare needs exactly two inputs", ""},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os"
 	"testing"
 
@@ -14,7 +15,7 @@ func TestFlagsDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	app := newApp()
+	app := cliutil.Prepare(newApp(), io.Discard, io.Discard) // as run: Prepare adds --version
 	if err := cliutil.CheckFlagDoc(doc, "run", cliutil.FlagNames(app.Flags, !app.HideHelp)); err != nil {
 		t.Error(err)
 	}

@@ -159,6 +159,7 @@ Examples:
 			&cli.BoolFlag{Name: "ignore-eos", Usage: "do not stop at EOS ids"},
 			&cli.StringFlag{Name: "backend", Value: "auto", Usage: "`BACKEND`: auto (CUDA when built in and present), cpu or cuda"},
 			&cli.IntFlag{Name: "threads", Usage: "CPU backend `THREADS` (0 = all cores)"},
+			&cli.StringFlag{Name: "activations", Value: "auto", Usage: "matmul activations `MODE` on the CPU backend: auto (int8 for q4/q5/q6 weights at T ≤ 16, fp32 otherwise; the output head stays fp32), int8 (also q8) or fp32"},
 			&cli.BoolFlag{Name: "no-cuda-graph", Usage: "decode eagerly (no CUDA graphs; the same tokens, slower; the CPU backend never uses them)"},
 			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "text", Usage: "output `FORMAT`: text (streamed; ids with --ids) or json (one JSON line per prompt)"},
 			&cli.BoolFlag{Name: "json", Usage: "shorthand for --format json"},
@@ -202,7 +203,7 @@ func options(c *cli.Context, stderr io.Writer) (runner.Options, error) {
 	o := runner.Options{
 		Weights: c.String("weights"), Backend: c.String("backend"), Threads: c.Int("threads"),
 		MaxContext: c.Int("max-ctx"), PrefillChunk: c.Int("prefill-chunk"), KVDtype: c.String("kv-dtype"),
-		MaxNew: c.Int("max-new"), IgnoreEOS: c.Bool("ignore-eos"),
+		Activations: c.String("activations"), MaxNew: c.Int("max-new"), IgnoreEOS: c.Bool("ignore-eos"),
 		Chat: c.Bool("chat"), System: c.String("system"), NoThink: c.Bool("no-think"),
 		Spec: c.String("spec"), DraftTokens: c.Int("draft-tokens"), LMHeadDraft: c.Bool("lm-head-draft"),
 		NoCUDAGraph: c.Bool("no-cuda-graph"), Verify: c.Bool("verify"),
@@ -240,8 +241,10 @@ func options(c *cli.Context, stderr io.Writer) (runner.Options, error) {
 		return o, cliutil.Usagef("--prefill-chunk %d must be a positive multiple of 128", o.PrefillChunk)
 	case !slices.Contains(runner.KVDtypes, o.KVDtype):
 		return o, cliutil.Usagef("--kv-dtype %q: want bf16, int8 or fp8", o.KVDtype)
-	case o.Threads < 0:
-		return o, cliutil.Usagef("--threads %d must be ≥ 0", o.Threads)
+	case cliutil.CheckThreads("--threads", o.Threads) != nil:
+		return o, cliutil.CheckThreads("--threads", o.Threads)
+	case !slices.Contains([]string{"auto", "int8", "fp32"}, o.Activations):
+		return o, cliutil.Usagef("--activations %q: want auto, int8 or fp32", o.Activations)
 	case !slices.Contains([]string{"auto", "cpu", "cuda"}, o.Backend):
 		return o, cliutil.Usagef("--backend %q: want auto, cpu or cuda", o.Backend)
 	case o.Spec != "none" && o.Spec != "mtp":
@@ -261,7 +264,7 @@ func options(c *cli.Context, stderr io.Writer) (runner.Options, error) {
 		}
 		return o, cliutil.Usagef("%s", msg)
 	}
-	return o, nil
+	return o, cliutil.CheckIO("--output-file", c.String("output-file"), o.Weights, c.String("prompt-file"))
 }
 
 // source yields prompts until io.EOF.

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -18,29 +19,52 @@ import (
 const name = "ninfer-testmodel"
 
 func main() {
+	// The stopping signals are handled for the life of the process: their
+	// default action would leave the temporary directory behind.
+	ctx, _ := cliutil.NotifyStop(context.Background())
+	interruptContext = func() (context.Context, context.CancelFunc) { return ctx, func() {} }
 	os.Exit(run(os.Args, os.Stdout, os.Stderr))
 }
 
-// usageError marks errors that exit with status 2.
-type usageError struct{ error }
+// interruptContext is cancelled by the first stopping signal: SIGINT,
+// SIGTERM or SIGHUP (a variable so tests can interrupt). The stop removes
+// the temporary directory and exits 128 + the signal's number; a repeated
+// signal is ignored, as in ninfer-convert.
+var interruptContext = func() (context.Context, context.CancelFunc) {
+	return cliutil.NotifyStop(context.Background())
+}
 
 func run(args []string, stdout, stderr io.Writer) int {
-	app := newApp(stdout, stderr)
-	if err := app.Run(args); err != nil {
-		msg := cliutil.UnknownFlagAsGiven(err.Error(), "flag provided but not defined: ", args)
-		fmt.Fprintf(stderr, "%s: %s\n", name, strings.TrimPrefix(msg, "testmodel: "))
-		var ue usageError
-		if errors.As(err, &ue) {
-			return 2
-		}
-		return 1
+	return cliutil.Run(newApp(stdout, stderr), args, stderr)
+}
+
+// sizeFlags are the size flags and their valid ranges (what the model
+// format allows; pkg/testmodel limits.go).
+var sizeFlags = []struct {
+	name   string
+	lo, hi int64
+}{
+	{"layers", 1, testmodel.MaxLayers},
+	{"hidden", 1, testmodel.MaxDim},
+	{"intermediate", 1, testmodel.MaxDim},
+	{"vocab", int64(testmodel.VocabMin()), testmodel.MaxVocab},
+	{"mtp-layers", 0, testmodel.MaxLayers},
+	{"shards", 1, testmodel.MaxShards},
+}
+
+// noPrefix drops the package's "testmodel: " prefix: the line already
+// starts with the tool's name.
+func noPrefix(err error) error {
+	msg := err.Error()
+	if rest, ok := strings.CutPrefix(msg, "testmodel: "); ok {
+		return errors.New(rest)
 	}
-	return 0
+	return err
 }
 
 func newApp(stdout, stderr io.Writer) *cli.App {
 	d := testmodel.DefaultOptions()
-	return &cli.App{
+	app := &cli.App{
 		Name:      name,
 		Usage:     "write a tiny random Qwen3.5 Hugging Face model directory",
 		UsageText: name + " [options] OUT_DIR",
@@ -48,19 +72,20 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 byte-level BPE tokenizer.json, tokenizer_config.json, generation_config.json and
 chat_template.jinja. The output depends only on the options.
 
-Exit status: 0 ok, 2 usage error, 1 runtime error.
+Sizes are checked against what the model format allows (a usage error names
+the flag and its range), and the memory the generation needs is estimated
+first: a model larger than the available memory is refused before anything
+is written. The output appears only when complete; on an error or a stop
+nothing is left behind.
+
+Exit status: 0 ok, 2 usage error, 1 runtime error, 128+N stopped by signal N
+(130 SIGINT, 143 SIGTERM, 129 SIGHUP; nothing written, the temporary
+directory removed).
 
 Examples:
    ` + name + ` /tmp/tiny
    ` + name + ` --seed 7 --layers 8 --dtype f32 /tmp/tiny8
    ` + name + ` --multimodal --shards 3 --tied --force /tmp/tiny-mm`,
-		Writer:          stdout,
-		ErrWriter:       stderr,
-		HideHelpCommand: true,
-		ExitErrHandler:  func(*cli.Context, error) {},
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return usageError{cliutil.FlagMessage(err)}
-		},
 		Flags: []cli.Flag{
 			&cli.Uint64Flag{Name: "seed", Value: d.Seed, Usage: "PRNG `SEED`"},
 			&cli.IntFlag{Name: "layers", Value: d.Layers, Usage: "`N` decoder layers (every 4th is full attention)"},
@@ -77,26 +102,45 @@ Examples:
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
-				return usageError{fmt.Errorf("want exactly one OUT_DIR argument, got %d", c.NArg())}
+				return cliutil.Usagef("want exactly one OUT_DIR argument, got %d", c.NArg())
+			}
+			for _, f := range sizeFlags {
+				if err := cliutil.CheckRange("--"+f.name, c.Int64(f.name), f.lo, f.hi, ""); err != nil {
+					return err
+				}
 			}
 			o := d
 			o.Seed, o.Layers, o.Hidden = c.Uint64("seed"), c.Int("layers"), c.Int("hidden")
 			o.Intermediate, o.Vocab, o.MTPLayers = c.Int("intermediate"), c.Int("vocab"), c.Int("mtp-layers")
 			o.Tied, o.Multimodal, o.DType, o.Shards = c.Bool("tied"), c.Bool("multimodal"), c.String("dtype"), c.Int("shards")
 			if err := o.Validate(); err != nil {
-				return usageError{err}
+				return cliutil.UsageError{Err: noPrefix(err)}
 			}
-			m, err := testmodel.WriteDir(c.Args().First(), o, c.Bool("force"))
+			if err := cliutil.CheckMemory("the model ("+sizeDesc(o)+")", o.MemoryEstimate()); err != nil {
+				return err
+			}
+			out := c.Args().First()
+			ctx, stop := interruptContext()
+			defer stop()
+			m, err := testmodel.WriteDirContext(ctx, out, o, c.Bool("force"))
+			if err != nil && ctx.Err() != nil {
+				return fmt.Errorf("%w: %s was not written", cliutil.StopCause(ctx), out)
+			}
 			if err != nil {
 				// An existing output is a runtime error, like ninfer-convert's
 				// "exists (use --force to overwrite)".
-				return err
+				return noPrefix(err)
 			}
 			if !c.Bool("quiet") {
 				fmt.Fprintf(stderr, "%s: wrote %s: %d tensors (%d bytes), tokenizer %d tokens (%d merges)\n",
-					name, c.Args().First(), m.Tensors, m.WeightBytes, m.TokenizerSize, m.Merges)
+					name, out, m.Tensors, m.WeightBytes, m.TokenizerSize, m.Merges)
 			}
 			return nil
 		},
 	}
+	return cliutil.Prepare(app, stdout, stderr)
+}
+
+func sizeDesc(o testmodel.Options) string {
+	return fmt.Sprintf("--layers %d --hidden %d --intermediate %d --vocab %d --dtype %s", o.Layers, o.Hidden, o.Intermediate, o.Vocab, o.DType)
 }

@@ -30,7 +30,7 @@ func TestRun(t *testing.T) {
 		{"bad_flag", []string{"--nope", out}, 2, "ninfer-testmodel: flag provided but not defined: --nope\n"},
 		{"bad_int", []string{"--layers", "x", out}, 2, "ninfer-testmodel: --layers: invalid value \"x\"\n"},
 		{"bad_dtype", []string{"--dtype", "int4", filepath.Join(root, "x")}, 2, `dtype "int4"`},
-		{"bad_vocab", []string{"--vocab", "100", filepath.Join(root, "x")}, 2, "below the tokenizer minimum"},
+		{"bad_vocab", []string{"--vocab", "100", filepath.Join(root, "x")}, 2, "--vocab 100: out of range (want 261..2147483647)"},
 		{"runtime", []string{filepath.Join(blocker, "sub")}, 1, "ninfer-testmodel: "},
 	}
 	for _, c := range cases {

@@ -145,7 +145,15 @@ func checkUsage(c *cli.Context) error {
 	case c.Bool("chat") && !c.Bool("special"):
 		return cliutil.Usagef("--chat needs the special tokens of the template; it cannot be combined with --special=false")
 	}
-	return cliutil.CheckOutputFile("--output-file", c.String("output-file"), "")
+	if err := cliutil.CheckOutputFile("--output-file", c.String("output-file"), ""); err != nil {
+		return err
+	}
+	tokJSON := c.String("tokenizer")
+	var tokConfig string // read beside --tokenizer when present
+	if tokJSON != "" {
+		tokConfig = filepath.Join(filepath.Dir(tokJSON), "tokenizer_config.json")
+	}
+	return cliutil.CheckIO("--output-file", c.String("output-file"), c.String("weights"), tokJSON, tokConfig, c.Args().First())
 }
 
 // errStopped: a stopping signal arrived.

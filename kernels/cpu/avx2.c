@@ -256,3 +256,328 @@ AVX2 void ni_dot_bf16_multi_avx2(const uint16_t *w, const float *x, int64_t ldx,
     default: dot_bf16_nt(w, x, ldx, n, 4, out); return;
     }
 }
+
+/* ---- int8 activations (NI_ACT_Q8, kernels/ninfer_ops.h) ----
+ * One weight row of ngroups whole groups against NT quantized token rows:
+ * token j's int8 codes at xq + j·ldq, its block scales expanded to 8 lanes
+ * each (xe[8b + i] = s_x[b], i < 8) at xe + j·lde. Per 32-value block b
+ * (group g, scale s_w): the integer dot Σ q_w·q_x is exact in int32
+ * (|q_w|·|q_x| ≤ 128·127, pairs summed in int16 without saturation:
+ * 2·128·127 < 32767), converted to fp32, scaled by s_x[b] and added with
+ * weight s_w into one of two per-token 8-lane accumulators (alternating
+ * blocks, two FMA chains): out[j] = hsum(acc0 + acc1). The sign trick feeds
+ * the unsigned × signed byte multiply: |q_w| · (q_x · sign(q_w)). */
+AVX2 static inline __attribute__((always_inline)) __m256i q8_dot32(__m256i w, __m256i x) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
+    return _mm256_madd_epi16(p, ones);
+}
+
+AVX2 static inline __attribute__((always_inline)) void q8_groups_nt(const int bits, const uint8_t *base,
+                                                                const uint8_t *high, const uint8_t *scales,
+                                                                int64_t ngroups, const int8_t *xq, int64_t ldq,
+                                                                const float *xe, int64_t lde, const int NT,
+                                                                float *out) {
+    const int64_t hb = bits == 5 ? 8 : bits == 6 ? 16 : 0;
+    const int nb = bits == 8 ? 1 : 2; /* 32-value blocks per group */
+    __m256 acc[2][NI_MT_MAX];
+    for (int j = 0; j < NT; j++) acc[0][j] = acc[1][j] = _mm256_setzero_ps();
+    for (int64_t g = 0; g < ngroups; g++) {
+        __m128i q[4];
+        if (bits != 8) dec_codes(bits, base + 32 * g, high + hb * g, q);
+        __m256 sw = _mm256_set1_ps(_cvtsh_ss((unsigned short)(scales[2 * g] | (scales[2 * g + 1] << 8))));
+        for (int b = 0; b < nb; b++) {
+            __m256i wv = bits == 8 ? _mm256_loadu_si256((const __m256i *)(base + 32 * g))
+                                   : _mm256_set_m128i(q[2 * b + 1], q[2 * b]);
+            int64_t kb = g * nb + b;
+            int c = (int)(kb & 1);
+            for (int j = 0; j < NT; j++) {
+                __m256i xv = _mm256_loadu_si256((const __m256i *)(xq + j * ldq + 32 * kb));
+                __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(q8_dot32(wv, xv)), _mm256_loadu_ps(xe + j * lde + 8 * kb));
+                acc[c][j] = _mm256_fmadd_ps(v, sw, acc[c][j]);
+            }
+        }
+    }
+    for (int j = 0; j < NT; j++) out[j] = hsum(_mm256_add_ps(acc[0][j], acc[1][j]));
+}
+
+#define NI_Q8_NT(B, NT) q8_groups_nt(B, base, high, scales, ngroups, xq, ldq, xe, lde, NT, out)
+#define NI_Q8_BITS(B)                                                                                                 \
+    switch (nt) {                                                                                                     \
+    case 1: NI_Q8_NT(B, 1); return;                                                                                   \
+    case 2: NI_Q8_NT(B, 2); return;                                                                                   \
+    case 3: NI_Q8_NT(B, 3); return;                                                                                   \
+    default: NI_Q8_NT(B, 4); return;                                                                                  \
+    }
+
+AVX2 void ni_q8_groups_multi_avx2(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
+                                  int64_t ngroups, const int8_t *xq, int64_t ldq, const float *xe, int64_t lde,
+                                  int nt, float *out) {
+    switch (bits) {
+    case 4: NI_Q8_BITS(4);
+    case 5: NI_Q8_BITS(5);
+    case 6: NI_Q8_BITS(6);
+    default: NI_Q8_BITS(8);
+    }
+}
+
+/* AVX-512 BW (+ VNNI): 64 codes per step, two 32-value blocks (one q4/q5/q6
+ * group, or two q8 groups) in one zmm; int32 lanes 0..7 belong to the first
+ * block, 8..15 to the second, which the expanded scales match lane for
+ * lane. The sign moves onto the activations with a mask subtract (no vpsignb
+ * at 512 bits). Same per-block terms as the AVX2 body, 16-lane summation,
+ * two FMA chains (alternating steps). */
+#define AVX512Q8 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512dq,avx512vl")))
+#define AVX512VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")))
+
+#define NI_Q8_512_BODY(DOT)                                                                                           \
+    const int64_t hb = bits == 5 ? 8 : bits == 6 ? 16 : 0;                                                          \
+    const int64_t steps = bits == 8 ? (ngroups + 1) / 2 : ngroups;                                                   \
+    __m512 acc[2][NI_MT_MAX];                                                                                       \
+    for (int j = 0; j < NT; j++) acc[0][j] = acc[1][j] = _mm512_setzero_ps();                                       \
+    for (int64_t s = 0; s < steps; s++) {                                                                           \
+        __m512i wv;                                                                                                 \
+        __m512 sw;                                                                                                  \
+        if (bits == 8) {                                                                                            \
+            int64_t g = 2 * s;                                                                                      \
+            float sw0 = _cvtsh_ss((unsigned short)(scales[2 * g] | (scales[2 * g + 1] << 8))), sw1 = 0;             \
+            __m256i lo = _mm256_loadu_si256((const __m256i *)(base + 32 * g)), hi = _mm256_setzero_si256();         \
+            if (g + 1 < ngroups) {                                                                                  \
+                hi = _mm256_loadu_si256((const __m256i *)(base + 32 * g + 32));                                     \
+                sw1 = _cvtsh_ss((unsigned short)(scales[2 * g + 2] | (scales[2 * g + 3] << 8)));                    \
+            }                                                                                                       \
+            wv = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);                                             \
+            sw = _mm512_insertf32x8(_mm512_set1_ps(sw0), _mm256_set1_ps(sw1), 1);                                   \
+        } else {                                                                                                    \
+            __m128i q[4];                                                                                           \
+            dec_codes(bits, base + 32 * s, high + hb * s, q);                                                       \
+            wv = _mm512_inserti32x4(                                                                                \
+                _mm512_inserti32x4(_mm512_inserti32x4(_mm512_castsi128_si512(q[0]), q[1], 1), q[2], 2), q[3], 3);   \
+            sw = _mm512_set1_ps(_cvtsh_ss((unsigned short)(scales[2 * s] | (scales[2 * s + 1] << 8))));             \
+        }                                                                                                           \
+        __m512i aw = _mm512_abs_epi8(wv);                                                                           \
+        __mmask64 neg = _mm512_movepi8_mask(wv);                                                                    \
+        int c = (int)(s & 1);                                                                                       \
+        for (int j = 0; j < NT; j++) {                                                                              \
+            __m512i xv = _mm512_loadu_si512((const void *)(xq + j * ldq + 64 * s));                                \
+            __m512i sx = _mm512_mask_sub_epi8(xv, neg, _mm512_setzero_si512(), xv);                                 \
+            __m512i p = DOT;                                                                                        \
+            __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(p), _mm512_loadu_ps(xe + j * lde + 16 * s));                \
+            acc[c][j] = _mm512_fmadd_ps(v, sw, acc[c][j]);                                                          \
+        }                                                                                                           \
+    }                                                                                                               \
+    for (int j = 0; j < NT; j++) out[j] = _mm512_reduce_add_ps(_mm512_add_ps(acc[0][j], acc[1][j]));
+
+AVX512Q8 static inline __attribute__((always_inline)) void q8_512_nt(const int bits, const uint8_t *base,
+                                                                 const uint8_t *high, const uint8_t *scales,
+                                                                 int64_t ngroups, const int8_t *xq, int64_t ldq,
+                                                                 const float *xe, int64_t lde, const int NT,
+                                                                 float *out) {
+    NI_Q8_512_BODY(_mm512_madd_epi16(_mm512_maddubs_epi16(aw, sx), _mm512_set1_epi16(1)))
+}
+
+AVX512VNNI static inline __attribute__((always_inline)) void q8_vnni_nt(const int bits, const uint8_t *base,
+                                                                    const uint8_t *high, const uint8_t *scales,
+                                                                    int64_t ngroups, const int8_t *xq, int64_t ldq,
+                                                                    const float *xe, int64_t lde, const int NT,
+                                                                    float *out) {
+    NI_Q8_512_BODY(_mm512_dpbusd_epi32(_mm512_setzero_si512(), aw, sx))
+}
+
+AVX512Q8 void ni_q8_groups_multi_avx512(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
+                                        int64_t ngroups, const int8_t *xq, int64_t ldq, const float *xe, int64_t lde,
+                                        int nt, float *out) {
+#undef NI_Q8_NT
+#define NI_Q8_NT(B, NT) q8_512_nt(B, base, high, scales, ngroups, xq, ldq, xe, lde, NT, out)
+    switch (bits) {
+    case 4: NI_Q8_BITS(4);
+    case 5: NI_Q8_BITS(5);
+    case 6: NI_Q8_BITS(6);
+    default: NI_Q8_BITS(8);
+    }
+}
+
+AVX512VNNI void ni_q8_groups_multi_vnni(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
+                                       int64_t ngroups, const int8_t *xq, int64_t ldq, const float *xe, int64_t lde,
+                                       int nt, float *out) {
+#undef NI_Q8_NT
+#define NI_Q8_NT(B, NT) q8_vnni_nt(B, base, high, scales, ngroups, xq, ldq, xe, lde, NT, out)
+    switch (bits) {
+    case 4: NI_Q8_BITS(4);
+    case 5: NI_Q8_BITS(5);
+    case 6: NI_Q8_BITS(6);
+    default: NI_Q8_BITS(8);
+    }
+}
+
+/* Permuted layout (q4 at AVX2, q4/q5/q6 at AVX-512): each 64-value group's
+ * activation codes are stored even lanes first (x0, x2, …, x62, x1, x3, …,
+ * x63) and its expanded scales as [s0×4, s1×4, s0×4, s1×4], so the weight
+ * codes need no interleave: the low nibbles of the group's 32 base bytes are
+ * its even lanes, the high nibbles its odd lanes (int32 lanes 0..3 of each
+ * 32-byte half sum block 0, lanes 4..7 block 1). */
+AVX2 static inline __attribute__((always_inline)) void q8p_q4_nt(const uint8_t *base, const uint8_t *scales,
+                                                             int64_t ngroups, const int8_t *xq, int64_t ldq,
+                                                             const float *xe, int64_t lde, const int NT, float *out) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f), s8 = _mm256_set1_epi8(8);
+    __m256 acc[2][NI_MT_MAX];
+    for (int j = 0; j < NT; j++) acc[0][j] = acc[1][j] = _mm256_setzero_ps();
+    for (int64_t g = 0; g < ngroups; g++) {
+        __m256i b = _mm256_loadu_si256((const __m256i *)(base + 32 * g));
+        __m256i w0 = _mm256_sub_epi8(_mm256_xor_si256(_mm256_and_si256(b, m4), s8), s8);
+        __m256i w1 = _mm256_sub_epi8(_mm256_xor_si256(_mm256_and_si256(_mm256_srli_epi16(b, 4), m4), s8), s8);
+        __m256 sw = _mm256_set1_ps(_cvtsh_ss((unsigned short)(scales[2 * g] | (scales[2 * g + 1] << 8))));
+        for (int j = 0; j < NT; j++) {
+            const int8_t *x = xq + j * ldq + 64 * g;
+            const float *e = xe + j * lde + 16 * g;
+            __m256 v0 = _mm256_mul_ps(_mm256_cvtepi32_ps(q8_dot32(w0, _mm256_loadu_si256((const __m256i *)x))),
+                                      _mm256_loadu_ps(e));
+            __m256 v1 = _mm256_mul_ps(_mm256_cvtepi32_ps(q8_dot32(w1, _mm256_loadu_si256((const __m256i *)(x + 32)))),
+                                      _mm256_loadu_ps(e + 8));
+            acc[0][j] = _mm256_fmadd_ps(v0, sw, acc[0][j]);
+            acc[1][j] = _mm256_fmadd_ps(v1, sw, acc[1][j]);
+        }
+    }
+    for (int j = 0; j < NT; j++) out[j] = hsum(_mm256_add_ps(acc[0][j], acc[1][j]));
+}
+
+AVX2 void ni_q8p_groups_multi_avx2(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
+                                   int64_t ngroups, const int8_t *xq, int64_t ldq, const float *xe, int64_t lde,
+                                   int nt, float *out) {
+    (void)bits;
+    (void)high;
+    switch (nt) {
+    case 1: q8p_q4_nt(base, scales, ngroups, xq, ldq, xe, lde, 1, out); return;
+    case 2: q8p_q4_nt(base, scales, ngroups, xq, ldq, xe, lde, 2, out); return;
+    case 3: q8p_q4_nt(base, scales, ngroups, xq, ldq, xe, lde, 3, out); return;
+    default: q8p_q4_nt(base, scales, ngroups, xq, ldq, xe, lde, 4, out); return;
+    }
+}
+
+#define AVX512Q8P __attribute__((target("avx2,fma,f16c,bmi2,avx512f,avx512bw,avx512dq,avx512vl")))
+#define AVX512VNNIP __attribute__((target("avx2,fma,f16c,bmi2,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")))
+
+/* q5/q6 high bits of the permuted lanes: bit m of the even mask is lane 2m,
+ * bit 32 + m of the odd half lane 2m + 1 (pext of the high plane). */
+#define NI_Q8P_512_BODY(DOT)                                                                                          \
+    const int64_t hb = bits == 5 ? 8 : bits == 6 ? 16 : 0;                                                          \
+    const __m256i m4 = _mm256_set1_epi8(0x0f);                                                                      \
+    const __m512i sg = _mm512_set1_epi8((char)(1 << (bits - 1)));                                                   \
+    __m512 acc[2][NI_MT_MAX];                                                                                       \
+    for (int j = 0; j < NT; j++) acc[0][j] = acc[1][j] = _mm512_setzero_ps();                                       \
+    for (int64_t g = 0; g < ngroups; g++) {                                                                         \
+        __m256i b = _mm256_loadu_si256((const __m256i *)(base + 32 * g));                                           \
+        __m512i wv = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(b, m4)),                            \
+                                        _mm256_and_si256(_mm256_srli_epi16(b, 4), m4), 1);                          \
+        if (bits == 5) {                                                                                            \
+            uint64_t h;                                                                                             \
+            memcpy(&h, high + hb * g, 8);                                                                           \
+            __mmask64 m = _pext_u64(h, 0x5555555555555555ull) | (_pext_u64(h, 0xaaaaaaaaaaaaaaaaull) << 32);        \
+            wv = _mm512_or_si512(wv, _mm512_maskz_mov_epi8(m, _mm512_set1_epi8(0x10)));                             \
+        } else if (bits == 6) {                                                                                     \
+            uint64_t h0, h1;                                                                                        \
+            memcpy(&h0, high + hb * g, 8);                                                                          \
+            memcpy(&h1, high + hb * g + 8, 8);                                                                      \
+            uint64_t e4 = _pext_u64(h0, 0x1111111111111111ull) | (_pext_u64(h1, 0x1111111111111111ull) << 16);     \
+            uint64_t e5 = _pext_u64(h0, 0x2222222222222222ull) | (_pext_u64(h1, 0x2222222222222222ull) << 16);     \
+            uint64_t o4 = _pext_u64(h0, 0x4444444444444444ull) | (_pext_u64(h1, 0x4444444444444444ull) << 16);     \
+            uint64_t o5 = _pext_u64(h0, 0x8888888888888888ull) | (_pext_u64(h1, 0x8888888888888888ull) << 16);     \
+            wv = _mm512_or_si512(wv, _mm512_maskz_mov_epi8(e4 | (o4 << 32), _mm512_set1_epi8(0x10)));               \
+            wv = _mm512_or_si512(wv, _mm512_maskz_mov_epi8(e5 | (o5 << 32), _mm512_set1_epi8(0x20)));               \
+        }                                                                                                           \
+        wv = _mm512_sub_epi8(_mm512_xor_si512(wv, sg), sg);                                                         \
+        __m512 sw = _mm512_set1_ps(_cvtsh_ss((unsigned short)(scales[2 * g] | (scales[2 * g + 1] << 8))));         \
+        __m512i aw = _mm512_abs_epi8(wv);                                                                           \
+        __mmask64 neg = _mm512_movepi8_mask(wv);                                                                    \
+        int c = (int)(g & 1);                                                                                       \
+        for (int j = 0; j < NT; j++) {                                                                              \
+            __m512i xv = _mm512_loadu_si512((const void *)(xq + j * ldq + 64 * g));                                \
+            __m512i sx = _mm512_mask_sub_epi8(xv, neg, _mm512_setzero_si512(), xv);                                 \
+            __m512i p = DOT;                                                                                        \
+            __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(p), _mm512_loadu_ps(xe + j * lde + 16 * g));                \
+            acc[c][j] = _mm512_fmadd_ps(v, sw, acc[c][j]);                                                          \
+        }                                                                                                           \
+    }                                                                                                               \
+    for (int j = 0; j < NT; j++) out[j] = _mm512_reduce_add_ps(_mm512_add_ps(acc[0][j], acc[1][j]));
+
+AVX512Q8P static inline __attribute__((always_inline)) void q8p_512_nt(const int bits, const uint8_t *base,
+                                                                   const uint8_t *high, const uint8_t *scales,
+                                                                   int64_t ngroups, const int8_t *xq, int64_t ldq,
+                                                                   const float *xe, int64_t lde, const int NT,
+                                                                   float *out) {
+    NI_Q8P_512_BODY(_mm512_madd_epi16(_mm512_maddubs_epi16(aw, sx), _mm512_set1_epi16(1)))
+}
+
+AVX512VNNIP static inline __attribute__((always_inline)) void q8p_vnni_nt(const int bits, const uint8_t *base,
+                                                                      const uint8_t *high, const uint8_t *scales,
+                                                                      int64_t ngroups, const int8_t *xq, int64_t ldq,
+                                                                      const float *xe, int64_t lde, const int NT,
+                                                                      float *out) {
+    NI_Q8P_512_BODY(_mm512_dpbusd_epi32(_mm512_setzero_si512(), aw, sx))
+}
+
+AVX512Q8P void ni_q8p_groups_multi_avx512(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
+                                          int64_t ngroups, const int8_t *xq, int64_t ldq, const float *xe,
+                                          int64_t lde, int nt, float *out) {
+#undef NI_Q8_NT
+#define NI_Q8_NT(B, NT) q8p_512_nt(B, base, high, scales, ngroups, xq, ldq, xe, lde, NT, out)
+    switch (bits) {
+    case 4: NI_Q8_BITS(4);
+    case 5: NI_Q8_BITS(5);
+    default: NI_Q8_BITS(6);
+    }
+}
+
+AVX512VNNIP void ni_q8p_groups_multi_vnni(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
+                                         int64_t ngroups, const int8_t *xq, int64_t ldq, const float *xe, int64_t lde,
+                                         int nt, float *out) {
+#undef NI_Q8_NT
+#define NI_Q8_NT(B, NT) q8p_vnni_nt(B, base, high, scales, ngroups, xq, ldq, xe, lde, NT, out)
+    switch (bits) {
+    case 4: NI_Q8_BITS(4);
+    case 5: NI_Q8_BITS(5);
+    default: NI_Q8_BITS(6);
+    }
+}
+
+/* Quantizes k fp32 values to int8 codes q[0..kpad) (zero past k) and one
+ * scale per 32-value block s[0..kpad/32), as the NI_ACT_Q8 contract says. */
+AVX2 void ni_q8_quantize_avx2(const float *x, int64_t k, int64_t kpad, int8_t *q, float *s) {
+    const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    for (int64_t b0 = 0; b0 < kpad; b0 += 32) {
+        int64_t n = k - b0 < 32 ? (k - b0 > 0 ? k - b0 : 0) : 32;
+        if (n < 32) { /* partial or padding block: the scalar reference */
+            ni_q8_quantize_block(x + b0, (int)n, q + b0, s + b0 / 32);
+            continue;
+        }
+        __m256 v[4], m = _mm256_setzero_ps();
+        int bad = 0;
+        for (int i = 0; i < 4; i++) {
+            v[i] = _mm256_loadu_ps(x + b0 + 8 * i);
+            __m256 a = _mm256_and_ps(v[i], absm);
+            bad |= _mm256_movemask_ps(_mm256_cmp_ps(a, _mm256_set1_ps(3.4028235e38f), _CMP_NLE_UQ));
+            m = _mm256_max_ps(m, a);
+        }
+        if (bad) {
+            ni_q8_quantize_block(x + b0, 32, q + b0, s + b0 / 32);
+            continue;
+        }
+        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        float amax = _mm_cvtss_f32(m4);
+        float d = amax / 127.0f, id = d > 0 ? 1.0f / d : 0.0f;
+        s[b0 / 32] = d;
+        __m256 idv = _mm256_set1_ps(id), lim = _mm256_set1_ps(127.0f);
+        __m256i c[4];
+        for (int i = 0; i < 4; i++) {
+            __m256 r = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v[i], idv), _mm256_set1_ps(-127.0f)), lim);
+            c[i] = _mm256_cvtps_epi32(r); /* round to nearest even (MXCSR default) */
+        }
+        __m256i p01 = _mm256_packs_epi32(c[0], c[1]), p23 = _mm256_packs_epi32(c[2], c[3]);
+        __m256i p = _mm256_packs_epi16(p01, p23);
+        /* undo the in-lane interleave of the two packs: dwords 0 4 1 5 2 6 3 7 */
+        p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        _mm256_storeu_si256((__m256i *)(q + b0), p);
+    }
+}

@@ -9,6 +9,8 @@ package cpu
 #cgo LDFLAGS: -lm -lpthread
 #cgo noescape ni_matmul
 #cgo nocallback ni_matmul
+#cgo noescape ni_matmul_act
+#cgo nocallback ni_matmul_act
 #cgo noescape ni_embed
 #cgo nocallback ni_embed
 #include <stdlib.h>
@@ -137,6 +139,25 @@ func (x *Ctx) Embed(w *Weight, ids unsafe.Pointer, out Rows) int {
 func (x *Ctx) Matmul(w *Weight, in, out Rows, acc bool) {
 	C.ni_matmul(x.c, &w.w, in.c(), out.c(), cbool(acc))
 }
+
+// Activation modes of MatmulAct (NI_ACT_*).
+const (
+	ActF32 = C.NI_ACT_F32
+	ActQ8  = C.NI_ACT_Q8 // int8 activations, one scale per 32 values (q4–q8 weights, T ≤ SmallT)
+)
+
+// MatmulAct computes y (+)= x·wᵀ with activation mode act (ActF32 = Matmul).
+func (x *Ctx) MatmulAct(w *Weight, in, out Rows, acc bool, act int) {
+	C.ni_matmul_act(x.c, &w.w, in.c(), out.c(), cbool(acc), C.int(act))
+}
+
+// HasVNNI reports whether the ISAAVX512 level runs AVX512_VNNI bodies.
+func HasVNNI() bool { return C.ni_cpu_has_vnni() != 0 }
+
+// SetVNNI enables (where the CPU has it) or disables the VNNI bodies and
+// returns the previous setting; a test hook for the non-VNNI AVX-512 path.
+// Not safe while a matmul runs.
+func SetVNNI(on bool) bool { return C.ni_cpu_set_vnni(cbool(on)) != 0 }
 
 // RMSNorm: y = x·rsqrt(mean(x²)+eps)·(1+w or w).
 func (x *Ctx) RMSNorm(in, out Rows, w unsafe.Pointer, eps float32, zeroCentred bool) {

@@ -238,6 +238,10 @@ typedef struct {
     int acc, rows_per_task;
     int rowdecode; /* small T: legacy decode-row-then-dot route (NINFER_CPU_SMALLT=decode) */
     int gemm;      /* large T: packed-panel GEMM (mm_gemm); 0 = row tile route (NINFER_CPU_LARGET=tile) */
+    const int8_t *xq; /* NI_ACT_Q8: token t's codes at xq + t·kpad, block scales at xs + t·(kpad/32); NULL = fp32 */
+    const float *xs;
+    const float *xe; /* the block scales expanded to 8 lanes: xe + t·(kpad/4), xe[8b + i] = s_x[b] */
+    int perm;        /* xq, xe in the permuted layout (q8_perm) */
 } mm_args;
 
 static inline void mm_store(const mm_args *a, int64_t t, int64_t n, float v) {
@@ -440,6 +444,139 @@ static void mm_gemm(const mm_args *a, int64_t n0, int64_t n1, int tid) {
     }
 }
 
+/* ---- int8 activations (NI_ACT_Q8) ---- */
+
+void ni_q8_quantize_block(const float *x, int n, int8_t *q, float *s) {
+    float amax = 0;
+    int bad = 0;
+    for (int i = 0; i < n; i++) {
+        float a = fabsf(x[i]);
+        if (!(a <= 3.4028235e38f)) bad = 1;
+        else if (a > amax) amax = a;
+    }
+    float d = amax / 127.0f, id = d > 0 ? 1.0f / d : 0.0f;
+    if (bad) d = NAN, id = 0; /* a non-finite input poisons the outputs it feeds */
+    *s = d;
+    for (int i = 0; i < 32; i++) {
+        float v = i < n ? x[i] * id : 0.0f;
+        v = v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v;
+        q[i] = (int8_t)nearbyintf(v); /* round to nearest even */
+    }
+}
+
+static void q8_quantize(int isa, const float *x, int64_t k, int64_t kpad, int8_t *q, float *s) {
+    if (isa >= NI_ISA_AVX2) {
+        ni_q8_quantize_avx2(x, k, kpad, q, s);
+        return;
+    }
+    for (int64_t b0 = 0; b0 < kpad; b0 += 32) {
+        int64_t n = k - b0 < 32 ? (k - b0 > 0 ? k - b0 : 0) : 32;
+        ni_q8_quantize_block(x + b0, (int)n, q + b0, s + b0 / 32);
+    }
+}
+
+/* Signed code of lane i of grouped-integer group gi. */
+static inline int q8_wcode(const ni_weight *w, int64_t gi, int i) {
+    const uint8_t *base = w->data + gi * w->base_bytes, *high = w->data + w->high_off + gi * w->high_bytes;
+    int u;
+    switch (w->bits) {
+    case 8: return (int8_t)base[i];
+    case 4: u = (base[i >> 1] >> ((i & 1) * 4)) & 15; return (u ^ 8) - 8;
+    case 5:
+        u = ((base[i >> 1] >> ((i & 1) * 4)) & 15) | (((high[i >> 3] >> (i & 7)) & 1) << 4);
+        return (u ^ 16) - 16;
+    default:
+        u = ((base[i >> 1] >> ((i & 1) * 4)) & 15) | (((high[i >> 2] >> ((i & 3) * 2)) & 3) << 4);
+        return (u ^ 32) - 32;
+    }
+}
+
+/* Scalar reference (the oracle's twin): per group g, per block b ⊂ g,
+ * acc_g += s_x[b] · Σ q_w·q_x (int32), then y += s_w[g] · acc_g. */
+static float q8_row_scalar(const ni_weight *w, int64_t n, int64_t ngroups, const int8_t *xq, const float *xs) {
+    float y = 0;
+    int nb = (int)(w->group / 32);
+    for (int64_t g = 0; g < ngroups; g++) {
+        int64_t gi = n * w->gpr + g;
+        const uint8_t *sp = w->data + w->scale_off + 2 * gi;
+        float sw = ni_f16_to_f32((uint16_t)(sp[0] | (sp[1] << 8))), acc = 0;
+        for (int b = 0; b < nb; b++) {
+            int64_t kb = g * nb + b;
+            int32_t is = 0;
+            for (int i = 0; i < 32; i++) is += q8_wcode(w, gi, 32 * b + i) * xq[32 * kb + i];
+            acc += xs[kb] * (float)is;
+        }
+        y += sw * acc;
+    }
+    return y;
+}
+
+static int g_vnni = -1;
+static int q8_vnni(void) {
+    int v = __atomic_load_n(&g_vnni, __ATOMIC_RELAXED);
+    if (v < 0) {
+        __builtin_cpu_init();
+        v = __builtin_cpu_supports("avx512vnni") ? 1 : 0;
+        __atomic_store_n(&g_vnni, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+
+/* Whether the int8 GEMV of bits-bit weights at isa runs on the permuted
+ * layout (avx2.c): q4 at AVX2, q4/q5/q6 at AVX-512 (with BMI2). */
+static int q8_perm(int isa, int bits) {
+    if (isa == NI_ISA_AVX2) return bits == 4;
+    if (isa == NI_ISA_AVX512) {
+        __builtin_cpu_init();
+        return bits != 8 && __builtin_cpu_supports("bmi2");
+    }
+    return 0;
+}
+
+int ni_cpu_has_vnni(void) { return ni_cpu_best_isa() == NI_ISA_AVX512 && q8_vnni(); }
+
+int ni_cpu_set_vnni(int on) {
+    int old = q8_vnni();
+    __builtin_cpu_init();
+    __atomic_store_n(&g_vnni, on && __builtin_cpu_supports("avx512vnni") ? 1 : 0, __ATOMIC_RELAXED);
+    return old;
+}
+
+/* T ≤ NI_SMALL_T, q4–q8 weights, quantized tokens: each row is streamed once
+ * per block of NI_MT_TOKENS tokens; only the groups that hold columns < K
+ * are visited (the quantized rows are zero past K). */
+static void mm_q8(const mm_args *a, int64_t n0, int64_t n1) {
+    const ni_weight *w = a->w;
+    int64_t T = a->x.t, kpad = w->kpad, nbk = kpad / 32;
+    int64_t ngroups = (w->k + w->group - 1) / w->group;
+    int isa = a->c->isa, vnni = isa == NI_ISA_AVX512 && q8_vnni(), perm = a->perm;
+    float out[NI_MT_TOKENS];
+    for (int64_t n = n0; n < n1; n++) {
+        int64_t gi = n * w->gpr;
+        const uint8_t *base = w->data + gi * w->base_bytes, *high = w->data + w->high_off + gi * w->high_bytes;
+        const uint8_t *scales = w->data + w->scale_off + 2 * gi;
+        for (int64_t t0 = 0; t0 < T; t0 += NI_MT_TOKENS) {
+            int nt = (int)(T - t0 < NI_MT_TOKENS ? T - t0 : NI_MT_TOKENS);
+            const int8_t *xq = a->xq + t0 * kpad;
+            const float *xs = a->xs + t0 * nbk, *xe = a->xe + t0 * 8 * nbk;
+            if (perm && vnni)
+                ni_q8p_groups_multi_vnni((int)w->bits, base, high, scales, ngroups, xq, kpad, xe, 8 * nbk, nt, out);
+            else if (perm && isa == NI_ISA_AVX512)
+                ni_q8p_groups_multi_avx512((int)w->bits, base, high, scales, ngroups, xq, kpad, xe, 8 * nbk, nt, out);
+            else if (perm)
+                ni_q8p_groups_multi_avx2((int)w->bits, base, high, scales, ngroups, xq, kpad, xe, 8 * nbk, nt, out);
+            else if (vnni) ni_q8_groups_multi_vnni((int)w->bits, base, high, scales, ngroups, xq, kpad, xe, 8 * nbk, nt, out);
+            else if (isa == NI_ISA_AVX512)
+                ni_q8_groups_multi_avx512((int)w->bits, base, high, scales, ngroups, xq, kpad, xe, 8 * nbk, nt, out);
+            else if (isa == NI_ISA_AVX2)
+                ni_q8_groups_multi_avx2((int)w->bits, base, high, scales, ngroups, xq, kpad, xe, 8 * nbk, nt, out);
+            else
+                for (int j = 0; j < nt; j++) out[j] = q8_row_scalar(w, n, ngroups, xq + j * kpad, xs + j * nbk);
+            for (int j = 0; j < nt; j++) mm_store(a, t0 + j, n, out[j]);
+        }
+    }
+}
+
 static void mm_task(void *a_, int task, int tid) {
     mm_args *a = (mm_args *)a_;
     const ni_weight *w = a->w;
@@ -447,6 +584,10 @@ static void mm_task(void *a_, int task, int tid) {
     int64_t K = w->k, T = a->x.t;
     int64_t n0 = (int64_t)task * a->rows_per_task, n1 = n0 + a->rows_per_task;
     if (n1 > w->n) n1 = w->n;
+    if (a->xq) {
+        mm_q8(a, n0, n1);
+        return;
+    }
     if (T == 1) { /* GEMV: stream each row once */
         const float *x = a->x.p;
         float *buf = ni_tmp(a->c, tid, K);
@@ -521,10 +662,36 @@ static void mm_task(void *a_, int task, int tid) {
 }
 
 void ni_matmul(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accumulate) {
+    ni_matmul_act(c, w, x, y, accumulate, NI_ACT_F32);
+}
+
+void ni_matmul_act(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accumulate, int act) {
     int64_t per = (w->n + (int64_t)c->threads * 8 - 1) / ((int64_t)c->threads * 8);
     per = (per + MM_TILE - 1) / MM_TILE * MM_TILE;
     if (per < MM_TILE) per = MM_TILE;
     mm_args a = {c, w, x, y, accumulate, (int)per, 0};
+    if (act == NI_ACT_Q8 && w->bits && x.t <= NI_SMALL_T) { /* quantize each token row once */
+        int64_t kpad = w->kpad, nbk = kpad / 32;
+        float *sh = ni_shared(c, 9 * x.t * nbk + (x.t * kpad + 3) / 4);
+        float *xs = sh, *xe = sh + x.t * nbk;
+        int8_t *xq = (int8_t *)(xe + 8 * x.t * nbk);
+        for (int64_t t = 0; t < x.t; t++) q8_quantize(c->isa, x.p + t * x.ld, w->k, kpad, xq + t * kpad, xs + t * nbk);
+        a.perm = q8_perm(c->isa, (int)w->bits);
+        for (int64_t i = 0; i < x.t * nbk; i += 2) /* kpad/32 is even: blocks come in pairs */
+            for (int l = 0; l < 16; l++) xe[8 * i + l] = xs[i + (a.perm ? (l >> 2) & 1 : l >> 3)];
+        if (a.perm) { /* even lanes first within each 64-value group */
+            int8_t tmp[64];
+            for (int64_t i = 0; i < x.t * kpad; i += 64) {
+                for (int l = 0; l < 32; l++) tmp[l] = xq[i + 2 * l], tmp[32 + l] = xq[i + 2 * l + 1];
+                memcpy(xq + i, tmp, 64);
+            }
+        }
+        a.xq = xq;
+        a.xs = xs;
+        a.xe = xe;
+        ni_parallel(c, (int)((w->n + per - 1) / per), mm_task, &a, w->n * w->k * (int64_t)x.t);
+        return;
+    }
     if (x.t > NI_SMALL_T) { /* comparison switch for the old large-T route */
         const char *e = getenv("NINFER_CPU_LARGET");
         a.gemm = !(e && strcmp(e, "tile") == 0);

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -37,6 +38,11 @@ type Writer struct {
 	pending map[string][]byte
 	err     error // sticky; set once the writer has failed or been aborted
 	done    bool  // committed
+
+	// NoReplace makes Close fail (with an error matching fs.ErrExist, the
+	// temporary file removed) when path exists at commit, atomically:
+	// of two writers racing for one path exactly one commits.
+	NoReplace bool
 
 	payloadStart int64 // file offset of the payload
 	flushedTo    int64 // file offset up to which writeback has been started
@@ -355,7 +361,15 @@ func (w *Writer) Close() error {
 		return w.fail(fmt.Errorf("%s: close: %w", w.tmp, err))
 	}
 	w.osf = nil
-	if err := os.Rename(w.tmp, w.path); err != nil {
+	if w.NoReplace {
+		if err := renameNoReplace(w.tmp, w.path); err != nil {
+			os.Remove(w.tmp)
+			if errors.Is(err, fs.ErrExist) {
+				return w.fail(fmt.Errorf("%s exists (use --force to overwrite): %w", w.path, fs.ErrExist))
+			}
+			return w.fail(fmt.Errorf("commit artifact: %w", err))
+		}
+	} else if err := os.Rename(w.tmp, w.path); err != nil {
 		os.Remove(w.tmp)
 		return w.fail(fmt.Errorf("commit artifact: %w", err))
 	}

@@ -99,6 +99,9 @@ type Weight struct {
 	Bytes  int64
 	prep   any  // backend-private descriptor
 	owner  *ops // the backend that prepared it
+	// fp32Act pins the weight's matmuls to fp32 activations
+	// (KeepFP32Activations).
+	fp32Act bool
 }
 
 // StateSlots is a slotted state array: slot s starts at View + s·SlotBytes.

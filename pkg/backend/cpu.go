@@ -17,6 +17,9 @@ type CPUOptions struct {
 	// AlwaysParallel runs every op on the pool, even tiny ones that would
 	// otherwise run on the caller (tests use it to exercise the threaded paths).
 	AlwaysParallel bool
+	// Activations is "fp32" (default ""), "auto" or "int8": int8
+	// activations for the T ≤ 16 matmuls of q4–q8 weights (actq8.go).
+	Activations string
 }
 
 // MaxCPUThreads is the largest thread pool of the CPU backend.
@@ -68,6 +71,10 @@ func NewCPU(o CPUOptions) (*CPU, error) {
 	default:
 		return nil, fmt.Errorf("backend: unknown isa %q (want auto, scalar, avx2 or avx512)", isaName)
 	}
+	act, err := ParseActivations(o.Activations)
+	if err != nil {
+		return nil, fmt.Errorf("backend: %w", err)
+	}
 	ctx, err := cpu.NewCtx(th, isa)
 	if err != nil {
 		return nil, fmt.Errorf("backend: %w", err)
@@ -83,7 +90,7 @@ func NewCPU(o CPUOptions) (*CPU, error) {
 		name = "avx512"
 	}
 	c := &CPU{ctx: ctx, threads: th, isa: name, bufs: map[*Buffer]struct{}{}}
-	c.ops.k = cpuKernels{ctx}
+	c.ops.k = cpuKernels{ctx, &act}
 	return c, nil
 }
 
@@ -265,7 +272,10 @@ func (c *CPU) PrepareWeight(name string, f format.Format, n, k int, v View, byte
 }
 
 // cpuKernels runs validated ops on the C kernels (kernels/cpu).
-type cpuKernels struct{ ctx *cpu.Ctx }
+type cpuKernels struct {
+	ctx *cpu.Ctx
+	act *string // activation mode (actq8.go)
+}
 
 func cr(r rows) cpu.Rows { return cpu.Rows{P: r.p, T: r.t, H: r.h, D: r.d, LD: r.ld, HS: r.hs} }
 

@@ -165,6 +165,10 @@ func (o *ops) MatMul(y, x Tensor, w *Weight, accumulate bool) {
 	if x.T == 0 {
 		return
 	}
+	if q, ok := o.k.(q8Kernels); ok && !w.fp32Act && q.q8(w.Format) {
+		q.matmulQ8(d, xr, yr, accumulate)
+		return
+	}
 	o.k.matmul(d, xr, yr, accumulate)
 }
 

@@ -48,6 +48,7 @@ type Params struct {
 	Prompts      []int    // -p/--n-prompt values in argv order
 	Gens         []int    // -n/--n-gen values in argv order
 	Pairs        [][2]int // -pg/--prompt-gen (P,G) pairs in argv order
+	Depths       []int    // -d/--n-depth context depths in argv order; nil = [0]
 	Repetitions  int
 	Warmup       int
 	MaxCtx       int // 0 = auto
@@ -62,6 +63,7 @@ type Params struct {
 	OutputFile   string
 	Backend      string // auto, cpu or cuda
 	Threads      int    // 0 = all cores
+	Activations  string // CPU matmul activations: auto, int8 or fp32 (backend.ParseActivations)
 }
 
 // DefaultParams returns the defaults of every flag.
@@ -221,6 +223,7 @@ type Test struct {
 	Kind    string // benchfmt.KindPP, KindTG or KindPPTG
 	NPrompt int    // 0 for tg tests
 	NGen    int    // 0 for pp tests
+	NDepth  int    // context depth (-d): tokens prefilled, untimed, before each rep
 }
 
 // HasPrefill reports whether the test measures a prompt prefill.
@@ -294,13 +297,13 @@ func RequiredContext(tests []Test, spec string, k int, graph bool) ContextNeed {
 	var best ContextNeed
 	decodes := false
 	for _, t := range tests {
-		n := t.PromptTokens() + margin
+		n := t.NDepth + t.PromptTokens() + margin
 		if t.HasDecode() {
 			n += t.NGen
 			decodes = true
 		}
 		if n > best.Tokens {
-			best = ContextNeed{t.Label, n}
+			best = ContextNeed{t.DisplayLabel(), n}
 		}
 	}
 	if graph && decodes {
@@ -345,6 +348,11 @@ func CheckCorpus(tests []Test, corpusTokens int) error {
 		return fmt.Errorf("corpus is too small to seed decode tests")
 	}
 	for _, t := range tests {
+		if t.NDepth > 0 && t.NDepth+t.PromptTokens() > corpusTokens {
+			// The depth comes from the corpus too, followed by the prompt.
+			return fmt.Errorf("%s exceeds the token-id corpus (depth %d + prompt %d tokens, corpus %d)",
+				t.DisplayLabel(), t.NDepth, t.PromptTokens(), corpusTokens)
+		}
 		if t.HasPrefill() && t.NPrompt > corpusTokens {
 			return fmt.Errorf("%s exceeds the token-id corpus", t.Label)
 		}

@@ -196,7 +196,7 @@ func TestExpandTests(t *testing.T) {
 		}
 	}
 	ts := ExpandTests([]int{7}, []int{5}, [][2]int{{3, 2}})
-	want := []Test{{"pp7", "pp", 7, 0}, {"tg5", "tg", 0, 5}, {"pp3+tg2", "pp+tg", 3, 2}}
+	want := []Test{{"pp7", "pp", 7, 0, 0}, {"tg5", "tg", 0, 5, 0}, {"pp3+tg2", "pp+tg", 3, 2, 0}}
 	if !reflect.DeepEqual(ts, want) {
 		t.Fatalf("tests = %+v, want %+v", ts, want)
 	}

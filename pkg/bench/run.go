@@ -85,8 +85,8 @@ func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 func RandomCorpusTokens(tests []Test) int {
 	n := 4096
 	for _, t := range tests {
-		if t.HasPrefill() {
-			n = max(n, t.NPrompt)
+		if t.HasPrefill() || t.NDepth > 0 {
+			n = max(n, t.NDepth+t.PromptTokens())
 		}
 	}
 	return n
@@ -127,6 +127,9 @@ func open(p Params, env Env, tests []Test) (s *session, err error) {
 	}
 	s.closers = append(s.closers, func() { w.Close() })
 	s.cfg = w.Config()
+	if err := CheckDepthModelContext(tests, p.Spec, p.DraftTokens, p.MaxCtx, s.cfg.MaxPositionEmbeddings); err != nil {
+		return s, fmt.Errorf("%s: %w", p.Weights, err)
+	}
 
 	var ids []int32
 	corpusPath := ResolveCorpusPath(p.Corpus)
@@ -148,6 +151,10 @@ func open(p Params, env Env, tests []Test) (s *session, err error) {
 
 	be, beName, note, err := loader.NewBackend(p.Backend, p.Threads)
 	if err != nil {
+		return s, err
+	}
+	if err := backend.SetActivations(be, p.Activations); err != nil {
+		be.Close()
 		return s, err
 	}
 	if note != "" {
@@ -222,6 +229,7 @@ func open(p Params, env Env, tests []Test) (s *session, err error) {
 		backend: beName, threads: be.Threads(), graph: graph, maxCtx: maxCtx, corpusTokens: len(ids),
 		loadSeconds: loadEnd.Sub(loadStart).Seconds(), uploadSeconds: uploadEnd.Sub(uploadStart).Seconds(),
 		afterWeights: afterWeights, afterStartup: afterStartup, isa: isaOf(be), device: deviceOf(be),
+		activations: backend.ActivationsOf(be),
 	})
 	return s, err
 }
@@ -232,7 +240,7 @@ func open(p Params, env Env, tests []Test) (s *session, err error) {
 // returns ErrInterrupted.
 func Run(ctx context.Context, p Params, env Env, sink Sink) (Result, error) {
 	env = env.withDefaults()
-	tests := ExpandTests(p.Prompts, p.Gens, p.Pairs)
+	tests := WithDepths(ExpandTests(p.Prompts, p.Gens, p.Pairs), p.Depths)
 	res := Result{RunID: env.RunID, Tests: tests}
 	s, err := open(p, env, tests)
 	res.Notes = append(res.Notes, s.notes...)
@@ -277,20 +285,23 @@ func runTest(ctx context.Context, p Params, env Env, s *session, ti int, t Test,
 		}
 		warm := i < p.Warmup
 		if warm {
-			prog.show(ProgressLine(ti, nTests, t.Label, i, p.Warmup, true, rates))
+			prog.show(ProgressLine(ti, nTests, t.DisplayLabel(), i, p.Warmup, true, rates))
 		} else {
-			prog.show(ProgressLine(ti, nTests, t.Label, i-p.Warmup, p.Repetitions, false, rates))
+			prog.show(ProgressLine(ti, nTests, t.DisplayLabel(), i-p.Warmup, p.Repetitions, false, rates))
 		}
 		tm, sp, err := s.reps.rep(t)
 		if err != nil {
-			return fmt.Errorf("%s: %w", t.Label, err)
+			return fmt.Errorf("%s: %w", t.DisplayLabel(), err)
 		}
 		if warm {
 			continue
 		}
 		line := &benchfmt.RepLine{RunID: env.RunID, TestIndex: int64(ti), Label: t.Label, Kind: t.Kind,
 			NPrompt: int64(t.NPrompt), NGen: int64(t.NGen), RequestedOutputTokens: int64(t.RequestedOutputTokens()),
-			RepIndex: int64(i - p.Warmup), Rep: benchfmt.NewRep(t.Kind, int64(t.NGen), tm, sp)}
+			NDepth: int64(t.NDepth), RepIndex: int64(i - p.Warmup), Rep: benchfmt.NewRep(t.Kind, int64(t.NGen), tm, sp)}
+		if s.reps.dec != nil { // the MTP round breakdown (spec_timing)
+			line.Rep.SpecTiming = specTiming(t, s.reps.dec.Breakdown(), p.DraftTokens, s.reps.probeSteps, s.reps.probe, line.Rep)
+		}
 		if err := sink.Rep(line); err != nil {
 			return err
 		}
@@ -307,7 +318,7 @@ func runTest(ctx context.Context, p Params, env Env, s *session, ti int, t Test,
 		WorkspacePeakBytes: logical, WorkspaceAllocatorPeakBytes: alloc}); err != nil {
 		return err
 	}
-	prog.show(ProgressLine(ti, nTests, t.Label, p.Repetitions-1, p.Repetitions, false, rates))
+	prog.show(ProgressLine(ti, nTests, t.DisplayLabel(), p.Repetitions-1, p.Repetitions, false, rates))
 	return nil
 }
 
@@ -376,6 +387,9 @@ type repRunner struct {
 	seq    *engine.Sequence
 	mseq   *engine.MTPSequence
 	dec    *spec.Decoder
+	// The plain probe of the last spec rep (spectiming.go).
+	probeSteps int
+	probe      time.Duration
 }
 
 // rep runs one repetition of t on a fresh (reset, untimed) sequence: the
@@ -389,8 +403,11 @@ func (r *repRunner) rep(t Test) (benchfmt.Timings, benchfmt.Spec, error) {
 	if err := r.seq.Reset(); err != nil {
 		return benchfmt.Timings{}, benchfmt.Spec{}, err
 	}
+	if err := r.fillDepth(t, func(ids []int32) error { _, err := r.seq.Prefill(ids, false); return err }); err != nil {
+		return benchfmt.Timings{}, benchfmt.Spec{}, err
+	}
 	t0 := r.now()
-	r.prompt = append(r.prompt[:0], r.corpus[:t.PromptTokens()]...)
+	r.prompt = append(r.prompt[:0], r.corpus[t.NDepth:t.NDepth+t.PromptTokens()]...)
 	t1 := r.now()
 	// prefill = the prompt's prefill plus the greedy first token.
 	logits, err := r.seq.Prefill(r.prompt, false)
@@ -432,11 +449,18 @@ func (r *repRunner) rep(t Test) (benchfmt.Timings, benchfmt.Spec, error) {
 // the first token and the first drafts; decode = every round and fallback
 // step after that, host bookkeeping included).
 func (r *repRunner) specRep(t Test) (benchfmt.Timings, benchfmt.Spec, error) {
+	var err error
+	if r.probeSteps, r.probe, err = r.plainProbe(t); err != nil {
+		return benchfmt.Timings{}, benchfmt.Spec{}, err
+	}
 	if err := r.mseq.Reset(); err != nil {
 		return benchfmt.Timings{}, benchfmt.Spec{}, err
 	}
+	if err := r.fillDepth(t, func(ids []int32) error { _, err := r.mseq.Prefill(ids); return err }); err != nil {
+		return benchfmt.Timings{}, benchfmt.Spec{}, err
+	}
 	t0 := r.now()
-	r.prompt = append(r.prompt[:0], r.corpus[:t.PromptTokens()]...)
+	r.prompt = append(r.prompt[:0], r.corpus[t.NDepth:t.NDepth+t.PromptTokens()]...)
 	t1 := r.now()
 	want := t.RequestedOutputTokens()
 	out, st, err := r.dec.Generate(r.prompt, want, nil)

@@ -15,6 +15,7 @@ type runFacts struct {
 	backend       string
 	threads       int
 	isa           string
+	activations   string // backend.ActivationsOf
 	graph         bool
 	maxCtx        int
 	corpusTokens  int
@@ -56,6 +57,9 @@ func runLine(p Params, env Env, w *loader.Weights, real arenas, f runFacts) (*be
 	}
 	if f.isa != "" {
 		e.Extra = append(e.Extra, benchfmt.RawField{Key: "isa", JSON: benchfmt.QuoteString(f.isa)})
+	}
+	if f.activations != "" {
+		e.Extra = append(e.Extra, benchfmt.RawField{Key: "activations", JSON: benchfmt.QuoteString(f.activations)})
 	}
 
 	sig, err := af.PrefillSignature()

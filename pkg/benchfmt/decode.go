@@ -425,6 +425,7 @@ func (d *decoder) rep(o obj) Rep {
 		DecodeEngineTokens:    o.optI64("decode_engine_tokens"),
 		Timings:               d.timings(o.sub("timings")),
 		Speculative:           d.spec(o.sub("speculative")),
+		SpecTiming:            d.specTiming(o),
 	}
 }
 
@@ -439,6 +440,7 @@ func (d *decoder) test(o obj) Test {
 		NPrompt:               o.i64("n_prompt"),
 		NGen:                  o.i64("n_gen"),
 		RequestedOutputTokens: o.i64("requested_output_tokens"),
+		NDepth:                o.depth(),
 		PrefillTokS:           d.stat(o, "prefill_tok_s"),
 		DecodeOutputTokS:      d.stat(o, "decode_output_tok_s"),
 		DecodeEngineTokS:      d.stat(o, "decode_engine_tok_s"),
@@ -450,6 +452,7 @@ func (d *decoder) test(o obj) Test {
 	t.WorkspacePeakBytes = o.i64("workspace_peak_bytes")
 	t.WorkspaceAllocatorPeakBytes = o.i64("workspace_allocator_peak_bytes")
 	t.Speculative = d.spec(o.sub("speculative"))
+	t.SpecTiming = d.specTiming(o)
 	t.Reps = []Rep{}
 	for i, r := range o.array("reps") {
 		t.Reps = append(t.Reps, d.rep(d.object(fmt.Sprintf("%s[%d]", join(o.path, "reps"), i), r)))
@@ -546,6 +549,7 @@ func ParseLineString(data string) (Line, error) {
 			NPrompt:               o.i64("n_prompt"),
 			NGen:                  o.i64("n_gen"),
 			RequestedOutputTokens: o.i64("requested_output_tokens"),
+			NDepth:                o.depth(),
 			RepIndex:              o.i64("rep_index"),
 			Rep:                   d.rep(o),
 		}

@@ -285,6 +285,7 @@ func (e *emitter) repBody(r Rep) {
 	e.optI64("decode_engine_tokens", r.DecodeEngineTokens)
 	e.timings("timings", r.Timings)
 	e.spec("speculative", r.Speculative)
+	e.specTiming(r.SpecTiming)
 }
 
 func (e *emitter) test(t Test) {
@@ -295,6 +296,9 @@ func (e *emitter) test(t Test) {
 	e.i64("n_prompt", t.NPrompt)
 	e.i64("n_gen", t.NGen)
 	e.i64("requested_output_tokens", t.RequestedOutputTokens)
+	if t.NDepth != 0 {
+		e.i64("n_depth", t.NDepth)
+	}
 	e.stat("prefill_tok_s", t.PrefillTokS)
 	e.stat("decode_output_tok_s", t.DecodeOutputTokS)
 	e.stat("decode_engine_tok_s", t.DecodeEngineTokS)
@@ -305,6 +309,7 @@ func (e *emitter) test(t Test) {
 	e.i64("workspace_peak_bytes", t.WorkspacePeakBytes)
 	e.i64("workspace_allocator_peak_bytes", t.WorkspaceAllocatorPeakBytes)
 	e.spec("speculative", t.Speculative)
+	e.specTiming(t.SpecTiming)
 	e.key("reps")
 	e.open('[', true, false)
 	for _, r := range t.Reps {

@@ -39,6 +39,7 @@ type RepLine struct {
 	NPrompt               int64
 	NGen                  int64
 	RequestedOutputTokens int64
+	NDepth                int64 // tokens in the context before the test (untimed prefill, -d); 0 = none, written only when > 0
 	RepIndex              int64 // 0-based index among the measured reps
 	Rep                   Rep
 }
@@ -101,6 +102,9 @@ func AppendRepLine(dst []byte, r *RepLine) []byte {
 	e.i64("n_prompt", r.NPrompt)
 	e.i64("n_gen", r.NGen)
 	e.i64("requested_output_tokens", r.RequestedOutputTokens)
+	if r.NDepth != 0 {
+		e.i64("n_depth", r.NDepth)
+	}
 	e.i64("rep_index", r.RepIndex)
 	e.repBody(r.Rep)
 	e.close('}')

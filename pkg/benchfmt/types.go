@@ -160,6 +160,11 @@ type Test struct {
 	NPrompt               int64
 	NGen                  int64
 	RequestedOutputTokens int64
+	// NDepth is the context depth of the test (ninfer-bench -d): tokens
+	// prefilled, untimed, before each rep. 0 (no depth) is not written, so
+	// documents without a depth keep the reference shape; n_depth follows
+	// requested_output_tokens when it is written.
+	NDepth int64
 
 	PrefillTokS      Stat
 	DecodeOutputTokS Stat
@@ -172,7 +177,10 @@ type Test struct {
 	WorkspacePeakBytes          int64
 	WorkspaceAllocatorPeakBytes int64
 	Speculative                 Spec
-	Reps                        []Rep
+	// SpecTiming is the MTP round breakdown summed over the reps (ninfer
+	// extension; nil = absent: no speculation or no decode).
+	SpecTiming *SpecTiming
+	Reps       []Rep
 }
 
 // Rep is one measured repetition.
@@ -182,6 +190,7 @@ type Rep struct {
 	DecodeEngineTokens    *int64 // nil (null) for pp tests
 	Timings               Timings
 	Speculative           Spec
+	SpecTiming            *SpecTiming // MTP round breakdown (ninfer extension); nil = absent
 }
 
 // Timings are a rep's wall times in seconds.

@@ -35,10 +35,12 @@ const ExitInterrupted = 130
 // Usagef returns a formatted usage error.
 func Usagef(f string, a ...any) error { return UsageError{fmt.Errorf(f, a...)} }
 
-// Prepare sets the app's writers and routes flag-parsing errors to usage
-// errors, so that Run can map them to exit status 2.
+// Prepare sets the app's writers, routes flag-parsing errors to usage
+// errors, so that Run can map them to exit status 2, and adds the shared
+// --version flag (version.go).
 func Prepare(app *cli.App, stdout, stderr io.Writer) *cli.App {
 	app.Writer, app.ErrWriter = stdout, stderr
+	AddVersion(app)
 	app.HideHelpCommand = true
 	app.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return UsageError{FlagMessage(err)} }
 	app.ExitErrHandler = func(*cli.Context, error) {}

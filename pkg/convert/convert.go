@@ -42,6 +42,9 @@ type Options struct {
 	ForceProgress bool
 	// Draft, when non-nil, adds the reduced-vocabulary proposal head.
 	Draft *DraftHead
+	// NoReplace creates dst exclusively: the conversion fails with an
+	// error matching fs.ErrExist when dst exists at commit time.
+	NoReplace bool
 }
 
 // DraftHead selects the rows of the optimized proposal head.
@@ -181,6 +184,7 @@ func Convert(ctx context.Context, src, dst string, opts Options) (Result, error)
 	if err != nil {
 		return Result{}, err
 	}
+	w.NoReplace = opts.NoReplace
 	committed := false
 	defer func() {
 		if !committed {

@@ -118,6 +118,9 @@ func New(w Weights, be backend.Backend, o Options) (*Engine, error) {
 	if !cfg.TieWordEmbeddings {
 		e.head = mat(qwen35.NameOutputHead)
 	}
+	if e.head != nil {
+		e.head.KeepFP32Activations() // int8 logits cost MTP acceptance (backend.ActInt8)
+	}
 	e.final = vec(qwen35.NameFinalNorm)
 	for l := 0; l < cfg.NumHiddenLayers; l++ {
 		n := func(s string) string { return qwen35.LayerName(l, s) }

@@ -169,6 +169,9 @@ func (e *Engine) LoadMTP(w Weights, o MTPOptions) (*MTP, error) {
 		gate: mats[n("mlp/gate_proj")], up: mats[n("mlp/up_proj")], down: mats[n("mlp/down_proj")]}
 	if o.ProposalHead {
 		m.draft = mats[qwen35.NameDraftHead]
+		if m.draft != nil {
+			m.draft.KeepFP32Activations() // an output head: fp32 activations
+		}
 	}
 	// One MTP step covers a prefill chunk (plus the row pending from the
 	// previous chunk) or a verify's rows.

@@ -18,6 +18,7 @@ type ModelOptions struct {
 	Ctx          int    // window length: the engine's max context
 	PrefillChunk int    // a multiple of 128; 0 = 1024
 	KVDtype      string // bf16 (default), int8, fp8 or fp32
+	Activations  string // CPU matmul activations (backend.ParseActivations; "" = fp32)
 	// Log receives the backend note and the upload progress; nil = silent.
 	Log io.Writer
 }
@@ -56,6 +57,9 @@ func Open(o ModelOptions) (m *Model, err error) {
 		return m, fmt.Errorf("%s: --ctx %d exceeds the model's max_position_embeddings %d", o.Weights, o.Ctx, mp)
 	}
 	if m.be, m.backend, m.note, err = loader.NewBackend(o.Backend, o.Threads); err != nil {
+		return m, err
+	}
+	if err = backend.SetActivations(m.be, o.Activations); err != nil {
 		return m, err
 	}
 	eo := engine.Options{MaxContext: o.Ctx, PrefillChunk: o.PrefillChunk, KVDtype: o.KVDtype, Threads: o.Threads,

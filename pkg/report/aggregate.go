@@ -35,7 +35,12 @@ var metricNames = [numMetrics]string{
 	"prepare_seconds", "prefill_seconds", "decode_seconds", "total_seconds",
 }
 
-func (m Metric) String() string { return metricNames[m] }
+func (m Metric) String() string {
+	if m == Gain {
+		return "gain"
+	}
+	return metricNames[m]
+}
 
 // Metrics lists all series in document order.
 func Metrics() []Metric {
@@ -195,6 +200,7 @@ func Summarize(t *benchfmt.Test) {
 		*statField(t, m) = StatOf(Series(t, m))
 	}
 	t.Speculative = SumSpec(t.Reps)
+	t.SpecTiming = SumSpecTiming(t)
 }
 
 // Run is one aggregated benchmark run.
@@ -240,6 +246,7 @@ type testAcc struct {
 	index                  int64
 	label, kind            string
 	nPrompt, nGen, request int64
+	nDepth                 int64 // n_depth (ninfer-bench -d), 0 without
 	identLoc               Loc
 	hasIdent               bool
 	reps                   map[int64]repAt
@@ -305,10 +312,14 @@ func (c *Collector) Add(loc Loc, l benchfmt.Line) error {
 		t := c.runFor(x.RunID, loc).test(x.TestIndex)
 		if !t.hasIdent {
 			t.label, t.kind, t.nPrompt, t.nGen, t.request = x.Label, x.Kind, x.NPrompt, x.NGen, x.RequestedOutputTokens
+			t.nDepth = x.NDepth
 			t.identLoc, t.hasIdent = loc, true
 		} else if t.label != x.Label || t.kind != x.Kind || t.nPrompt != x.NPrompt || t.nGen != x.NGen || t.request != x.RequestedOutputTokens {
 			return fmt.Errorf("%s: test %d of run %q is %s (%s, P=%d, G=%d) but %s says %s (%s, P=%d, G=%d)",
 				loc, x.TestIndex, x.RunID, shown(x.Label), x.Kind, x.NPrompt, x.NGen, t.identLoc, shown(t.label), t.kind, t.nPrompt, t.nGen)
+		} else if t.nDepth != x.NDepth {
+			return fmt.Errorf("%s: test %d of run %q is %s at depth %d but %s says depth %d",
+				loc, x.TestIndex, x.RunID, shown(x.Label), x.NDepth, t.identLoc, t.nDepth)
 		}
 		if t.end != nil && t.end.Label != x.Label {
 			return fmt.Errorf("%s: rep label %q does not match test_end label %q at %s", loc, x.Label, t.end.Label, t.endLoc)
@@ -373,7 +384,7 @@ func (r *runAcc) aggregate() (Run, error) {
 		if int64(pos) != idx {
 			run.Warnings = append(run.Warnings, fmt.Sprintf("run %s: no lines for test index %d", shown(r.id), pos))
 		}
-		t := benchfmt.Test{Label: ta.label, Kind: ta.kind, NPrompt: ta.nPrompt, NGen: ta.nGen, RequestedOutputTokens: ta.request}
+		t := benchfmt.Test{Label: ta.label, Kind: ta.kind, NPrompt: ta.nPrompt, NGen: ta.nGen, RequestedOutputTokens: ta.request, NDepth: ta.nDepth}
 		if !ta.hasIdent {
 			kind, p, g, err := benchfmt.ParseLabel(ta.end.Label)
 			if err != nil {

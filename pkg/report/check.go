@@ -165,6 +165,7 @@ func (res *CheckResult) checkTest(p string, t *benchfmt.Test) {
 		res.double(p+"."+m.String()+"_stddev", stored.Stddev, st.Stddev, uSD)
 	}
 	res.checkSpec(p+".speculative", t.Speculative, SumSpec(t.Reps))
+	res.checkSpecTiming(p+".spec_timing", t.SpecTiming, SumSpecTiming(t))
 	for ri := range t.Reps {
 		r := &t.Reps[ri]
 		rp := fmt.Sprintf("%s.reps[%d]", p, ri)
@@ -177,6 +178,7 @@ func (res *CheckResult) checkTest(p string, t *benchfmt.Test) {
 		res.optInt(rp+".decode_output_tokens", r.DecodeOutputTokens, out)
 		res.optInt(rp+".decode_engine_tokens", r.DecodeEngineTokens, eng)
 		res.checkSpec(rp+".speculative", r.Speculative, r.Speculative.WithDerived())
+		res.checkSpecTiming(rp+".spec_timing", r.SpecTiming, RepSpecTiming(r, t.Kind, t.NGen))
 		if len(r.Speculative.AcceptedPerPosition) > 0 {
 			var sum int64
 			for _, n := range r.Speculative.AcceptedPerPosition {

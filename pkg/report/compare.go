@@ -38,10 +38,11 @@ func testKeys(d *benchfmt.Document) []string {
 	seen := map[string]int{}
 	keys := make([]string, len(d.Tests))
 	for i, t := range d.Tests {
-		seen[t.Label]++
-		keys[i] = t.Label
-		if n := seen[t.Label]; n > 1 {
-			keys[i] = fmt.Sprintf("%s#%d", t.Label, n)
+		label := benchfmt.DisplayLabel(t.Label, t.NDepth) // tests at different depths are different tests
+		seen[label]++
+		keys[i] = label
+		if n := seen[label]; n > 1 {
+			keys[i] = fmt.Sprintf("%s#%d", label, n)
 		}
 	}
 	return keys
@@ -113,6 +114,9 @@ func Compare(a, b *benchfmt.Document) Comparison {
 			row.Significant = row.Welch.OK && row.Welch.P < Alpha
 			c.Rows = append(c.Rows, row)
 		}
+		if row, ok := gainRow(k, ta, tb); ok {
+			c.Rows = append(c.Rows, row)
+		}
 	}
 	for _, k := range kb {
 		if !matched[k] {
@@ -128,6 +132,8 @@ func metricTitle(m Metric) string {
 		return "prefill t/s"
 	case DecodeOutputTokS:
 		return "decode t/s"
+	case Gain:
+		return "MTP gain"
 	}
 	return m.String()
 }

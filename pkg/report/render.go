@@ -129,26 +129,46 @@ func mdTable(header []string, right []bool, rows [][]string) []byte {
 func RenderMarkdown(runs []Run) []byte {
 	header := []string{"model", "backend", "kv", "spec", "test", "t/s", "accept"}
 	right := []bool{false, false, false, false, true, true, true}
+	gain := hasSpecTiming(runs) // a gain column (and notes) only with an MTP breakdown
+	if gain {
+		header, right = append(header, "gain"), append(right, true)
+	}
 	var rows [][]string
 	for i := range runs {
 		d := &runs[i].Document
 		base := []string{d.Load.Name, backendName(d), d.Config.KVCache, specName(&d.Config)}
+		var g string
 		row := func(test, ts, acc string) {
 			rows = append(rows, append(append([]string{}, base...), test, ts, acc))
+			if gain {
+				rows[len(rows)-1] = append(rows[len(rows)-1], g)
+			}
 		}
 		for _, t := range d.Tests {
+			g = gainText(t.SpecTiming)
+			label := benchfmt.DisplayLabel(t.Label, t.NDepth) // "tg128 @ d4096" at a depth
 			switch t.Kind {
 			case benchfmt.KindPP:
-				row(t.Label, meanSD(t.PrefillTokS, len(t.Reps)), "-")
+				row(label, meanSD(t.PrefillTokS, len(t.Reps)), "-")
 			case benchfmt.KindTG:
-				row(t.Label, meanSD(t.DecodeOutputTokS, len(t.Reps)), acceptText(t.Speculative))
+				row(label, meanSD(t.DecodeOutputTokS, len(t.Reps)), acceptText(t.Speculative))
 			default:
-				row(t.Label+" (pp)", meanSD(t.PrefillTokS, len(t.Reps)), "-")
-				row(t.Label+" (tg)", meanSD(t.DecodeOutputTokS, len(t.Reps)), acceptText(t.Speculative))
+				pg := g
+				g = "-"
+				row(t.Label+" (pp)"+strings.TrimPrefix(label, t.Label), meanSD(t.PrefillTokS, len(t.Reps)), "-")
+				g = pg
+				row(t.Label+" (tg)"+strings.TrimPrefix(label, t.Label), meanSD(t.DecodeOutputTokS, len(t.Reps)), acceptText(t.Speculative))
 			}
 		}
 	}
-	return mdTable(header, right, rows)
+	out := mdTable(header, right, rows)
+	if gain {
+		out = append(out, "\ngain = plain step time × decode tokens / MTP decode time (plain steps measured in the same run, same context).\n\n"...)
+		for _, n := range specTimingNotes(runs) {
+			out = append(out, "- "+n+"\n"...)
+		}
+	}
+	return out
 }
 
 func optCell(v *float64) string {
@@ -174,7 +194,7 @@ func RenderCSV(runs []Run) ([]byte, error) {
 		header = append(header, m.String()+"_mean", m.String()+"_stddev")
 	}
 	header = append(header, "workspace_peak_bytes", "workspace_allocator_peak_bytes", "rounds", "drafted_tokens",
-		"accepted_tokens", "fallback_steps", "acceptance_rate", "acceptance_length")
+		"accepted_tokens", "fallback_steps", "acceptance_rate", "acceptance_length", "n_depth")
 	var b bytes.Buffer
 	w := csv.NewWriter(&b)
 	if err := w.Write(header); err != nil {
@@ -194,7 +214,7 @@ func RenderCSV(runs []Run) ([]byte, error) {
 			}
 			s := t.Speculative
 			rec = append(rec, i64(t.WorkspacePeakBytes), i64(t.WorkspaceAllocatorPeakBytes), i64(s.Rounds), i64(s.DraftedTokens),
-				i64(s.AcceptedTokens), i64(s.FallbackSteps), optCell(s.AcceptanceRate), optCell(s.AcceptanceLength))
+				i64(s.AcceptedTokens), i64(s.FallbackSteps), optCell(s.AcceptanceRate), optCell(s.AcceptanceLength), i64(t.NDepth))
 			if err := w.Write(rec); err != nil {
 				return nil, err
 			}

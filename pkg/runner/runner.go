@@ -43,6 +43,7 @@ type Options struct {
 	MaxContext   int    // tokens per sequence; 0 = the engine default
 	PrefillChunk int    // tokens per prefill step, a multiple of 128; 0 = 1024
 	KVDtype      string // bf16 (default), int8, fp8 or fp32
+	Activations  string // CPU matmul activations: auto, int8 or fp32 ("" = fp32; backend.ParseActivations)
 	MaxNew       int    // tokens to generate per prompt (≥ 0)
 	Sampling     sample.Config
 	IgnoreEOS    bool
@@ -211,6 +212,9 @@ func Open(o Options) (r *Runner, err error) {
 	}
 	var note string
 	if r.be, r.beName, note, err = loader.NewBackend(o.Backend, o.Threads); err != nil {
+		return r, err
+	}
+	if err = backend.SetActivations(r.be, o.Activations); err != nil {
 		return r, err
 	}
 	if note != "" {

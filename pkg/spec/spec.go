@@ -75,6 +75,9 @@ type Options struct {
 	// Proposal records whether drafts come from the optimized proposal head
 	// (config.proposal_head); the drafter does the work.
 	Proposal bool
+	// Now is the clock of Timing and Breakdown (nil = time.Now; tests give
+	// a fake one).
+	Now func() time.Time
 }
 
 // Stats are the per-request speculative counters of schema 15.
@@ -161,6 +164,8 @@ type Decoder struct {
 	o      Options
 	stats  Stats
 	timing Timing
+	bd     Breakdown
+	last   time.Time // the Breakdown lap timer's last reading
 }
 
 // NewDecoder returns a decoder over target t and drafter d (d may be nil
@@ -224,11 +229,11 @@ func (dc *Decoder) Generate(prompt []int32, maxNew int, emit func(int32) bool) (
 	if k > 0 {
 		dc.stats = Stats{Backend: BackendMTP, Enabled: true, DraftWindow: k, AcceptedPerPosition: make([]int, k)}
 	}
-	dc.timing = Timing{}
+	dc.timing, dc.bd = Timing{}, Breakdown{}
 	if maxNew <= 0 {
 		return nil, dc.stats, nil
 	}
-	start := time.Now()
+	start := dc.now()
 	if dc.o.Sampler != nil {
 		dc.o.Sampler.Reset()
 		dc.o.Sampler.AddPrompt(prompt)
@@ -259,9 +264,10 @@ func (dc *Decoder) Generate(prompt []int32, maxNew int, emit func(int32) bool) (
 			return out, dc.stats, err
 		}
 	}
-	dc.timing.Prefill = time.Since(start)
-	start = time.Now()
-	defer func() { dc.timing.Decode = time.Since(start) }()
+	dc.last = dc.now()
+	dc.timing.Prefill = dc.last.Sub(start)
+	// Decode = the sum of the Breakdown laps: the same readings.
+	defer func() { dc.timing.Decode = dc.bd.Total() }()
 	for !done {
 		if len(drafts) == 0 {
 			// Ordinary single-token step.
@@ -276,6 +282,8 @@ func (dc *Decoder) Generate(prompt []int32, maxNew int, emit func(int32) bool) (
 				dc.stats.FallbackSteps++
 			}
 			push(tok)
+			dc.bd.Fallback += dc.lap()
+			dc.bd.FallbackSteps++
 		} else {
 			if tok, err = dc.round(tok, drafts, push, &done); err != nil {
 				return out, dc.stats, err
@@ -285,6 +293,8 @@ func (dc *Decoder) Generate(prompt []int32, maxNew int, emit func(int32) bool) (
 			if drafts, err = dc.d.Draft(tok, dc.extent(maxNew-len(out))); err != nil {
 				return out, dc.stats, err
 			}
+			dc.bd.Draft += dc.lap()
+			dc.bd.DraftTokens += len(drafts)
 		}
 	}
 	return out, dc.stats, nil
@@ -308,6 +318,8 @@ func (dc *Decoder) round(t int32, drafts []int32, push func(int32), done *bool) 
 	if err != nil {
 		return -1, err
 	}
+	dc.bd.Verify[e+1] += dc.lap()
+	dc.bd.VerifyPasses[e+1]++
 	V := dc.t.VocabSize()
 	row := func(i int) []float32 { return lg[i*V : (i+1)*V] }
 	// Tokens committed this round: accepted drafts, then next.
@@ -360,6 +372,7 @@ func (dc *Decoder) round(t int32, drafts []int32, push func(int32), done *bool) 
 	if !*done {
 		push(next)
 	}
+	dc.bd.Accept += dc.lap()
 	return next, nil
 }
 

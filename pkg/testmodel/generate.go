@@ -1,6 +1,7 @@
 package testmodel
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -26,7 +27,16 @@ type Manifest struct {
 // Generate writes a complete model directory into dir, which must exist.
 // Output bytes depend only on opt.
 func Generate(dir string, opt Options) (*Manifest, error) {
+	return GenerateContext(context.Background(), dir, opt)
+}
+
+// GenerateContext is Generate, stopping with ctx's error (the files written
+// so far stay in dir: WriteDirContext removes its temporary directory).
+func GenerateContext(ctx context.Context, dir string, opt Options) (*Manifest, error) {
 	if err := opt.Validate(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	dt, _, _ := opt.dtype()
@@ -61,6 +71,9 @@ func Generate(dir string, opt Options) (*Manifest, error) {
 
 	var named []safetensors.NamedTensor
 	for _, w := range opt.weights() {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		data, err := safetensors.EncodeF32(dt, w.values, nil)
 		if err != nil {
 			return nil, fmt.Errorf("testmodel: %s: %w", w.hfName, err)
@@ -69,6 +82,9 @@ func Generate(dir string, opt Options) (*Manifest, error) {
 		m.WeightBytes += int64(len(data))
 	}
 	m.Tensors = len(named)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if err := writeWeights(dir, named, opt.Shards, m); err != nil {
 		return nil, err
 	}
@@ -89,6 +105,9 @@ func Generate(dir string, opt Options) (*Manifest, error) {
 		name string
 		data []byte
 	}{{"tokenizer.json", tj}, {"tokenizer_config.json", tc}, {"generation_config.json", gc}, {"chat_template.jinja", []byte(ChatTemplateText)}} {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		if err := write(f.name, f.data); err != nil {
 			return nil, err
 		}
@@ -200,6 +219,13 @@ var ErrNotEmpty = errors.New("output directory is not empty")
 // WriteDir generates into a temporary sibling directory and renames it to
 // out. An existing empty out is replaced; a non-empty one only with force.
 func WriteDir(out string, opt Options, force bool) (*Manifest, error) {
+	return WriteDirContext(context.Background(), out, opt, force)
+}
+
+// WriteDirContext is WriteDir, stopping with ctx's error. On any error,
+// also a cancellation or a panic, the temporary directory is removed and
+// an existing OUT_DIR is unchanged.
+func WriteDirContext(ctx context.Context, out string, opt Options, force bool) (m *Manifest, err error) {
 	out = filepath.Clean(out)
 	exists := false
 	switch ents, err := os.ReadDir(out); {
@@ -220,14 +246,23 @@ func WriteDir(out string, opt Options, force bool) (*Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("testmodel: %w", err)
 	}
-	m, err := Generate(tmp, opt)
+	done := false
+	defer func() {
+		if !done { // an error or a panic: leave nothing behind
+			os.RemoveAll(tmp)
+		}
+	}()
+	m, err = GenerateContext(ctx, tmp, opt)
 	if err == nil {
 		err = os.Chmod(tmp, 0o755)
 	}
+	if err == nil {
+		err = ctx.Err()
+	}
 	if err != nil {
-		os.RemoveAll(tmp)
 		return nil, err
 	}
+	done = true
 	if exists {
 		old := tmp + ".old"
 		if err := os.Rename(out, old); err != nil {

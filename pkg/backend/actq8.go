@@ -1,0 +1,120 @@
+package backend
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/ninfer/ninfer/kernels/cpu"
+	"github.com/ninfer/ninfer/pkg/format"
+)
+
+// Activation modes of MatMul (CPUOptions.Activations, SetActivations).
+// With int8 activations the CPU backend quantizes each token row of a
+// T ≤ 16 matmul by q4–q8 grouped-integer weights to int8 with one fp32
+// scale per 32 values and runs integer dot products per weight group
+// (kernels/ninfer_ops.h NI_ACT_Q8); every other format, larger T and weights
+// pinned by KeepFP32Activations (the output head) stay on fp32 activations.
+const (
+	// ActAuto is int8 where it is faster: q4/q5/q6 weights. q8 weights stay
+	// on fp32 activations: their fp32 GEMV has no decode to save and the
+	// int8 one measured slower (docs/PERF.md, int8 activations).
+	ActAuto = "auto"
+	ActInt8 = "int8" // int8 for q4–q8 weights, fp32 otherwise
+	ActFP32 = "fp32" // fp32 activations everywhere (the library default)
+	// ActInt8All is int8 at every T: a larger matmul runs as 16-token
+	// pieces of the int8 GEMV, so a prefill sees exactly the per-token
+	// activation quantization of decode (up to fp32 summation order). For
+	// accuracy studies by prefill scoring (ninfer-eval --activations int8);
+	// slow, not for serving.
+	ActInt8All = "int8-all"
+)
+
+// ParseActivations validates an activation mode ("" is fp32).
+func ParseActivations(s string) (string, error) {
+	switch s {
+	case "":
+		return ActFP32, nil
+	case ActAuto, ActInt8, ActFP32, ActInt8All:
+		return s, nil
+	}
+	return "", fmt.Errorf("unknown activations %q (want auto, int8, fp32 or int8-all)", s)
+}
+
+// KeepFP32Activations pins w's matmuls to fp32 activations whatever the
+// backend's mode (the engine pins the output head: int8 logits cost MTP
+// acceptance).
+func (w *Weight) KeepFP32Activations() { w.fp32Act = true }
+
+// int8Act reports whether format f runs int8 activations in mode m.
+func int8Act(m string, f format.Format) bool {
+	switch m {
+	case ActAuto:
+		return f == format.Q4G64 || f == format.Q5G64 || f == format.Q6G64
+	case ActInt8, ActInt8All:
+		return f == format.Q4G64 || f == format.Q5G64 || f == format.Q6G64 || f == format.Q8G32
+	}
+	return false
+}
+
+// q8Kernels is implemented by kernels with an int8-activation matmul.
+type q8Kernels interface {
+	// q8 reports whether a matmul by a weight in format f uses it.
+	q8(f format.Format) bool
+	matmulQ8(w any, x, y rows, acc bool)
+}
+
+func (k cpuKernels) q8(f format.Format) bool { return int8Act(*k.act, f) }
+func (k cpuKernels) matmulQ8(w any, x, y rows, acc bool) {
+	if *k.act == ActInt8All {
+		for t0 := 0; t0 < x.t; t0 += cpu.SmallT {
+			xs, ys := x, y
+			xs.t, ys.t = min(cpu.SmallT, x.t-t0), min(cpu.SmallT, x.t-t0)
+			xs.p, ys.p = unsafe.Add(x.p, 4*int64(t0)*x.ld), unsafe.Add(y.p, 4*int64(t0)*y.ld)
+			k.ctx.MatmulAct(w.(*cpu.Weight), cr(xs), cr(ys), acc, cpu.ActQ8)
+		}
+		return
+	}
+	k.ctx.MatmulAct(w.(*cpu.Weight), cr(x), cr(y), acc, cpu.ActQ8)
+}
+
+// SetActivations sets the activation mode (ParseActivations).
+func (c *CPU) SetActivations(mode string) error {
+	m, err := ParseActivations(mode)
+	if err != nil {
+		return fmt.Errorf("backend: %w", err)
+	}
+	*c.ops.k.(cpuKernels).act = m
+	return nil
+}
+
+// Activations is the activation mode in use ("auto", "int8" or "fp32").
+func (c *CPU) Activations() string { return *c.ops.k.(cpuKernels).act }
+
+// SetActivations sets be's activation mode. Backends without int8
+// activations (CUDA) accept "auto" and "fp32" (both fp32 there) and reject
+// "int8".
+func SetActivations(be Backend, mode string) error {
+	if c, ok := be.(interface{ SetActivations(string) error }); ok {
+		return c.SetActivations(mode)
+	}
+	m, err := ParseActivations(mode)
+	if err != nil {
+		return fmt.Errorf("backend: %w", err)
+	}
+	if m == ActInt8 || m == ActInt8All {
+		return fmt.Errorf("backend: %s has no int8 activations (CPU only)", be.Name())
+	}
+	return nil
+}
+
+// ActivationsOf is be's activation mode ("fp32" for backends without int8
+// activations).
+func ActivationsOf(be Backend) string {
+	if c, ok := be.(interface{ Activations() string }); ok {
+		return c.Activations()
+	}
+	return ActFP32
+}
+
+// VNNI reports whether the avx512 level's int8 kernels use AVX512_VNNI.
+func VNNI() bool { return cpu.HasVNNI() }

@@ -1,0 +1,385 @@
+package backend
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/ninfer/ninfer/internal/numtest"
+	"github.com/ninfer/ninfer/kernels/cpu"
+	"github.com/ninfer/ninfer/pkg/format"
+)
+
+var q8Formats = []format.Format{format.Q4G64, format.Q5G64, format.Q6G64, format.Q8G32}
+
+// q8Quantize quantizes one token row as the NI_ACT_Q8 contract says
+// (kernels/ninfer_ops.h): per 32-value block s = fl(max|x|/127),
+// q = clamp(rne(fl(x·fl(1/s))), ±127); blocks past K are zero.
+func q8Quantize(x []float32) (q []int8, s []float32) {
+	nb := (len(x) + 31) / 32
+	q, s = make([]int8, 32*nb), make([]float32, nb)
+	for b := range nb {
+		var amax float32
+		for i := 32 * b; i < min(32*b+32, len(x)); i++ {
+			amax = max(amax, float32(math.Abs(float64(x[i]))))
+		}
+		d := amax / 127
+		var id float32
+		if d > 0 {
+			id = 1 / d
+		}
+		s[b] = d
+		for i := 32 * b; i < min(32*b+32, len(x)); i++ {
+			v := math.RoundToEven(float64(x[i] * id))
+			q[i] = int8(max(-127, min(127, v)))
+		}
+	}
+	return q, s
+}
+
+// q8Ref is the FP64 value of one NI_ACT_Q8 output (weights w, exact decoded
+// codes·scales), the sum of its terms' magnitudes, and the activation
+// quantization error bound Σ_k |w_k|·s_x[b(k)]/2 against the fp32 row x.
+func q8Ref(w []float64, q []int8, s []float32) (y, abs, qerr float64) {
+	for k, wk := range w {
+		t := wk * float64(s[k/32]) * float64(q[k])
+		y += t
+		abs += math.Abs(t)
+		qerr += math.Abs(wk) * float64(s[k/32]) / 2
+	}
+	return
+}
+
+// q8Bound bounds the fp32 accumulation error of a length-k NI_ACT_Q8
+// output: the inner block sums are exact, the block terms s_w·s_x·isum are
+// formed with one rounding and summed in fp32 in some order, so
+// γ_{k+2} = (k+2)·u/(1−(k+2)·u), u = 2^-24, times Σ|terms| (plus |y0| when
+// accumulating) covers every ISA's order.
+func q8Bound(k int, abs float64) float64 {
+	g := float64(k+2) * 0x1p-24
+	return g / (1 - g) * abs
+}
+
+func cpuBackends(t *testing.T) []*CPU {
+	var out []*CPU
+	for _, b := range backends(t) {
+		if c, ok := b.(*CPU); ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// vnniModes runs f with the AVX-512 VNNI bodies and, where this CPU has
+// them, once more with the non-VNNI AVX-512 bodies.
+func vnniModes(t *testing.T, b *CPU, f func(mode string)) {
+	if b.ISA() != "avx512" || !VNNI() {
+		f("")
+		return
+	}
+	f("vnni")
+	old := cpu.SetVNNI(false)
+	defer cpu.SetVNNI(old)
+	f("novnni")
+}
+
+// TestMatMulInt8ActOracle checks the int8-activation matmul of every
+// grouped-integer format at each ISA level against the FP64 value of the
+// contract's formula on the contract's quantized activations, so the
+// comparison isolates the fp32 accumulation error.
+func TestMatMulInt8ActOracle(t *testing.T) {
+	streams := numtest.NewSource(t)
+	for _, b := range cpuBackends(t) {
+		if err := b.SetActivations(ActInt8); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range q8Formats {
+			for _, k := range []int{256, 200, 1000} { // whole groups; a partial group and block; both
+				r := streams.Stream(b.Name(), string(f), fmt.Sprint(k))
+				n := 21
+				p := randPacked(r, f, n, k)
+				w := prep(t, b, p)
+				for _, T := range []int{1, 2, 3, 5, 16} {
+					for _, acc := range []bool{false, true} {
+						x := randn(r, T*k, 1)
+						if T > 1 {
+							x[k+3] = 0 // a block with a zero and
+							for i := 2 * k; i < 2*k+32 && i < 3*k && T > 2; i++ {
+								x[i] = 0 // an all-zero block (s_x = 0)
+							}
+						}
+						y0 := randn(r, T*n, 1)
+						xv, yv := put(t, b, x), put(t, b, y0)
+						vnniModes(t, b, func(mode string) {
+							if err := b.UploadF32(yv, y0); err != nil {
+								t.Fatal(err)
+							}
+							b.MatMul(Dense(yv, T, n), Dense(xv, T, k), w, acc)
+							got := get(t, b, yv, T*n)
+							name := fmt.Sprintf("%s%s/%s/K=%d/T=%d/acc=%v", b.Name(), mode, f, k, T, acc)
+							for tt := range T {
+								q, s := q8Quantize(x[tt*k : (tt+1)*k])
+								for i := range n {
+									ref, abs, _ := q8Ref(p.w[i*k:(i+1)*k], q, s)
+									if acc {
+										ref += float64(y0[tt*n+i])
+										abs += math.Abs(float64(y0[tt*n+i]))
+									}
+									g := float64(got[tt*n+i])
+									if bd := q8Bound(k, abs); !(math.Abs(g-ref) <= bd) {
+										t.Fatalf("%s: y[%d,%d] = %g, oracle %g (|err| %.3g > bound %.3g)", name, tt, i, g, ref, math.Abs(g-ref), bd)
+									}
+								}
+							}
+						})
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestMatMulInt8ActVsFP32 checks that int8 activations move each output
+// from the fp32-activation result by no more than the activation
+// quantization error Σ_k |w_k|·s_x/2 plus both routes' accumulation bounds.
+func TestMatMulInt8ActVsFP32(t *testing.T) {
+	streams := numtest.NewSource(t)
+	for _, b := range cpuBackends(t) {
+		for _, f := range q8Formats {
+			r := streams.Stream(b.Name(), string(f))
+			n, k := 19, 640
+			p := randPacked(r, f, n, k)
+			w := prep(t, b, p)
+			for _, T := range []int{1, 2, 3, 5, 16} {
+				x := randn(r, T*k, 1)
+				xv, yv := put(t, b, x), put(t, b, make([]float32, T*n))
+				run := func(mode string) []float32 {
+					if err := b.SetActivations(mode); err != nil {
+						t.Fatal(err)
+					}
+					b.MatMul(Dense(yv, T, n), Dense(xv, T, k), w, false)
+					return get(t, b, yv, T*n)
+				}
+				y32, y8 := run(ActFP32), run(ActInt8)
+				for tt := range T {
+					xr := x[tt*k : (tt+1)*k]
+					q, s := q8Quantize(xr)
+					for i := range n {
+						wr := p.w[i*k : (i+1)*k]
+						_, abs8, qerr := q8Ref(wr, q, s)
+						var abs32 float64
+						for j, wk := range wr {
+							abs32 += math.Abs(wk * float64(xr[j]))
+						}
+						bd := qerr + q8Bound(k, abs8) + q8Bound(k, abs32)
+						if d := math.Abs(float64(y8[tt*n+i]) - float64(y32[tt*n+i])); !(d <= bd) {
+							t.Fatalf("%s/%s/T=%d: y[%d,%d] int8 %g vs fp32 %g (|diff| %.3g > bound %.3g)",
+								b.Name(), f, T, tt, i, y8[tt*n+i], y32[tt*n+i], d, bd)
+						}
+					}
+				}
+			}
+		}
+		if err := b.SetActivations(ActFP32); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestMatMulInt8ActScope checks what stays on fp32 activations in int8
+// mode, bit for bit: other formats, T > 16 (prefill GEMM) and weights
+// pinned by KeepFP32Activations (the output head).
+func TestMatMulInt8ActScope(t *testing.T) {
+	streams := numtest.NewSource(t)
+	for _, b := range cpuBackends(t) {
+		for _, f := range []format.Format{format.FP32, format.BF16, format.NVFP4, format.FP8Row, format.Q4G64, format.Q8G32} {
+			r := streams.Stream(b.Name(), string(f))
+			n, k := 128, 256
+			p := randPacked(r, f, n, k)
+			w, pinned := prep(t, b, p), prep(t, b, p)
+			pinned.KeepFP32Activations()
+			for _, T := range []int{1, 4, 17} {
+				x := randn(r, T*k, 1)
+				xv, yv := put(t, b, x), put(t, b, make([]float32, T*n))
+				run := func(mode string, w *Weight) []float32 {
+					if err := b.SetActivations(mode); err != nil {
+						t.Fatal(err)
+					}
+					b.MatMul(Dense(yv, T, n), Dense(xv, T, k), w, false)
+					return get(t, b, yv, T*n)
+				}
+				y32 := run(ActFP32, w)
+				grouped := f != format.FP32 && f != format.BF16 && f != format.NVFP4 && f != format.FP8Row
+				for _, c := range []struct {
+					w    *Weight
+					same bool
+				}{{w, !grouped || T > SmallTForTest}, {pinned, true}} {
+					y8 := run(ActInt8, c.w)
+					differs := false
+					for i := range y8 {
+						if math.Float32bits(y8[i]) != math.Float32bits(y32[i]) {
+							differs = true
+						}
+					}
+					if differs == c.same {
+						t.Errorf("%s/%s/T=%d/pinned=%v: int8 mode differs from fp32: %v, want %v", b.Name(), f, T, c.w == pinned, differs, !c.same)
+					}
+				}
+			}
+		}
+		if err := b.SetActivations(ActFP32); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestMatMulInt8ActNonFinite checks that a non-finite activation poisons
+// the outputs it feeds (NaN), as the fp32 route does.
+func TestMatMulInt8ActNonFinite(t *testing.T) {
+	for _, b := range cpuBackends(t) {
+		if err := b.SetActivations(ActInt8); err != nil {
+			t.Fatal(err)
+		}
+		r := numtest.NewSource(t).Stream(b.Name())
+		p := randPacked(r, format.Q4G64, 16, 256)
+		w := prep(t, b, p)
+		x := randn(r, 2*256, 1)
+		x[256+40] = float32(math.Inf(1))
+		xv, yv := put(t, b, x), put(t, b, make([]float32, 2*16))
+		b.MatMul(Dense(yv, 2, 16), Dense(xv, 2, 256), w, false)
+		y := get(t, b, yv, 2*16)
+		for i := range 16 {
+			if math.IsNaN(float64(y[i])) || !math.IsNaN(float64(y[16+i])) {
+				t.Fatalf("%s: row 0 %g (want finite), row 1 %g (want NaN)", b.Name(), y[i], y[16+i])
+			}
+		}
+		if err := b.SetActivations(ActFP32); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestInt8ActAutoFormats pins what auto picks: int8 for q4/q5/q6, fp32
+// for q8 (measured slower in int8) and the non-grouped formats.
+func TestInt8ActAutoFormats(t *testing.T) {
+	for _, f := range allFormats {
+		want := f == format.Q4G64 || f == format.Q5G64 || f == format.Q6G64
+		if got := int8Act(ActAuto, f); got != want {
+			t.Errorf("auto/%s: int8 %v, want %v", f, got, want)
+		}
+		if got, want := int8Act(ActInt8, f), want || f == format.Q8G32; got != want {
+			t.Errorf("int8/%s: int8 %v, want %v", f, got, want)
+		}
+		if int8Act(ActFP32, f) {
+			t.Errorf("fp32/%s: int8", f)
+		}
+	}
+}
+
+func TestParseActivations(t *testing.T) {
+	for in, want := range map[string]string{"": ActFP32, "auto": ActAuto, "int8": ActInt8, "fp32": ActFP32, "int8-all": ActInt8All} {
+		if got, err := ParseActivations(in); err != nil || got != want {
+			t.Errorf("ParseActivations(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	if _, err := ParseActivations("int4"); err == nil {
+		t.Error("ParseActivations(int4): no error")
+	}
+	if _, err := NewCPU(CPUOptions{Threads: 1, Activations: "bf16"}); err == nil {
+		t.Error("NewCPU with activations bf16: no error")
+	}
+}
+
+// BenchmarkMatMulInt8Act times one [3072,1024] matmul (a decode-sized MLP
+// projection, L2-resident) per grouped format, ISA, T and activation mode
+// on one thread: go test ./pkg/backend -run '^$' -bench MatMulInt8Act.
+func BenchmarkMatMulInt8Act(b *testing.B) {
+	const n, k = 3072, 1024
+	for _, isa := range []string{"avx2", "avx512"} {
+		be, err := NewCPU(CPUOptions{Threads: 1, ISA: isa})
+		if err != nil {
+			b.Logf("skipping %s: %v", isa, err)
+			continue
+		}
+		defer be.Close()
+		r := numtest.NewSource(b).Stream(isa)
+		for _, f := range q8Formats {
+			w := prepB(b, be, randPacked(r, f, n, k))
+			for _, T := range []int{1, 4} {
+				xv, yv := putB(b, be, randn(r, T*k, 1)), putB(b, be, make([]float32, T*n))
+				for _, act := range []string{ActFP32, ActInt8} {
+					b.Run(fmt.Sprintf("%s/%s/T=%d/%s", isa, f, T, act), func(b *testing.B) {
+						if err := be.SetActivations(act); err != nil {
+							b.Fatal(err)
+						}
+						for b.Loop() {
+							be.MatMul(Dense(yv, T, n), Dense(xv, T, k), w, false)
+						}
+						b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e3, "µs/op")
+					})
+				}
+			}
+		}
+	}
+}
+
+func prepB(b *testing.B, be Backend, p packed) *Weight {
+	buf, err := be.Alloc("weight", int64(len(p.bytes)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := be.Upload(View{buf, 0}, p.bytes); err != nil {
+		b.Fatal(err)
+	}
+	w, err := be.PrepareWeight(string(p.f), p.f, p.n, p.k, View{buf, 0}, int64(len(p.bytes)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return w
+}
+
+func putB(b *testing.B, be Backend, x []float32) View {
+	buf, err := be.Alloc("x", int64(4*len(x)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := be.UploadF32(View{buf, 0}, x); err != nil {
+		b.Fatal(err)
+	}
+	return View{buf, 0}
+}
+
+// TestMatMulInt8AllIsPieces checks the accuracy-study mode int8-all: a
+// T > 16 matmul equals its 16-token pieces in int8 mode bit for bit.
+func TestMatMulInt8AllIsPieces(t *testing.T) {
+	streams := numtest.NewSource(t)
+	for _, b := range cpuBackends(t) {
+		r := streams.Stream(b.Name())
+		n, k, T := 40, 192, 37
+		p := randPacked(r, format.Q6G64, n, k)
+		w := prep(t, b, p)
+		x := randn(r, T*k, 1)
+		xv, yv := put(t, b, x), put(t, b, make([]float32, T*n))
+		if err := b.SetActivations(ActInt8All); err != nil {
+			t.Fatal(err)
+		}
+		b.MatMul(Dense(yv, T, n), Dense(xv, T, k), w, false)
+		all := get(t, b, yv, T*n)
+		if err := b.SetActivations(ActInt8); err != nil {
+			t.Fatal(err)
+		}
+		for t0 := 0; t0 < T; t0 += SmallTForTest {
+			m := min(SmallTForTest, T-t0)
+			xp, yp := put(t, b, x[t0*k:(t0+m)*k]), put(t, b, make([]float32, m*n))
+			b.MatMul(Dense(yp, m, n), Dense(xp, m, k), w, false)
+			for i, v := range get(t, b, yp, m*n) {
+				if math.Float32bits(v) != math.Float32bits(all[t0*n+i]) {
+					t.Fatalf("%s: y[%d] int8-all %g, piece %g", b.Name(), t0*n+i, all[t0*n+i], v)
+				}
+			}
+		}
+		if err := b.SetActivations(ActFP32); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
