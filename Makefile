@@ -12,7 +12,7 @@ help:
 	@echo "make build      build every tool into $(BIN)/"
 	@echo "make install    go install ./cmd/..."
 	@echo "make test       gofmt check, go vet, go test (the CI command)"
-	@echo "make test-seeds N=300  the randomized op tests of every backend here under N fresh base seeds (not CI; RUN=, SIM=0)"
+	@echo "make test-seeds N=300  the randomized op tests of every backend here under N fresh base seeds (not CI; RUN=, SIM=0, SIMT=1)"
 	@echo "make test-race  the signal- and file-handling packages under -race (CI runs it too)"
 	@echo "make testmodel  generate the tiny random Qwen3.5 model and convert it ($(BUILD)/tiny.ninfer)"
 	@echo "make demo       main job: bench | report (plain, MTP, two recipes) and a continuation on the default model, CPU backend"
@@ -51,7 +51,7 @@ test-race:
 N ?= 100
 SIM ?= 1
 test-seeds:
-	scripts/test-seeds.sh -n $(N) $(if $(RUN),-run '$(RUN)') $(if $(filter 0,$(SIM)),-no-sim)
+	scripts/test-seeds.sh -n $(N) $(if $(RUN),-run '$(RUN)') $(if $(filter 0,$(SIM)),-no-sim) $(if $(filter 1,$(SIMT)),-simt)
 
 $(BUILD)/tiny-hf/config.json:
 	@mkdir -p $(BUILD)

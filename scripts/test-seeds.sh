@@ -5,8 +5,12 @@
 # test / backend / format / shape. Run it (N >= 300) before landing any change
 # to a kernel or a tolerance, and record the summary in docs/ACCURACY.md.
 #
-#   scripts/test-seeds.sh [-n N] [-j JOBS] [-run REGEX] [-no-sim] [-sim-run REGEX]
-#   make test-seeds N=300 [RUN=REGEX] [SIM_RUN=REGEX]
+#   scripts/test-seeds.sh [-n N] [-j JOBS] [-run REGEX] [-no-sim] [-simt]
+#   make test-seeds N=300 [RUN=REGEX] [SIM=0] [SIMT=1]
+#
+# -simt also runs the C++ op tests of the SIMT harness (test_weights,
+# test_elementwise, test_delta, test_attention: the CUDA kernels against the
+# CPU kernels and FP64 oracles) with each base as their seed.
 #
 # Each base is a fresh 64-bit value; every test derives its own seed from it
 # and its name (internal/numtest), so a failing base replays exactly with
@@ -20,6 +24,7 @@ n=100
 jobs=$(nproc)
 run='^(TestMatMul|TestEmbed|TestAttention|TestDelta|TestRMSNorm|TestGatedRMSNorm|TestRoPE|TestArgmax|TestGDNGate|TestConv1D|TestKernelsDecode|TestSample)'
 sim=1
+simt=0
 simrun=$run
 while [ $# -gt 0 ]; do
   case $1 in
@@ -28,7 +33,8 @@ while [ $# -gt 0 ]; do
     -run) run=$2; simrun=$2; shift 2 ;;
     -sim-run) simrun=$2; shift 2 ;;
     -no-sim) sim=0; shift ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -simt) simt=1; shift ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "test-seeds: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -38,6 +44,7 @@ case $n in ''|*[!0-9]*) echo "test-seeds: -n $n: want a positive count" >&2; exi
 out=${TEST_SEEDS_OUT:-build/test-seeds} # one directory per concurrent sweep
 rm -rf "$out"
 mkdir -p "$out/logs"
+out=$(cd "$out" && pwd)
 echo "test-seeds: building the test binary" >&2
 # The cudasim binary's backends() are every CPU ISA level this machine runs
 # plus the CUDA kernels under the SIMT harness; without it, the CPU levels.
@@ -50,6 +57,15 @@ else
   bins=(cpu)
 fi
 
+if [ "$simt" = 1 ]; then
+  echo "test-seeds: building the SIMT harness op tests" >&2
+  kernels/cuda/simt/run-tests.sh 1 >/dev/null || { echo "test-seeds: the SIMT op tests fail with seed 1 (run kernels/cuda/simt/run-tests.sh)" >&2; exit 1; }
+  for fam in weights elementwise delta attention; do
+    cp "build/simt/test_$fam" "$out/simt_$fam.test"
+    bins+=("simt_$fam")
+  done
+fi
+
 # One line per (binary, base): the bases, fresh from the kernel's CSPRNG.
 : > "$out/plan"
 for i in $(seq 1 "$n"); do
@@ -60,8 +76,12 @@ done
 one() { # binary base
   local b=$1 base=$2 re=$run
   [ "$b" = sim ] && re=$simrun
-  local log="$out/logs/$b-$base.log"
-  if (cd pkg/backend && NINFER_TEST_SEED=$base "../../$out/$b.test" -test.count=1 -test.run "$re") > "$log" 2>&1; then
+  local log="$out/logs/$b-$base.log" cmd
+  case $b in
+    simt_*) cmd=("$out/$b.test" "$base") ;; # seed as argument; prints "N passed, M failed"
+    *) cmd=(env NINFER_TEST_SEED="$base" "$out/$b.test" -test.count=1 -test.run "$re") ;;
+  esac
+  if (case $b in simt_*) "${cmd[@]}" ;; *) cd pkg/backend && "${cmd[@]}" ;; esac) > "$log" 2>&1; then
     rm -f "$log"
     echo "pass $b $base"
   else
@@ -87,7 +107,8 @@ if [ "$fails" -gt 0 ]; then
   # "backend/format/shape…: …"; group by what precedes the first colon.
   cat "$out"/logs/*.log | grep -E '^\s+\S+_test\.go:[0-9]+: ' | grep -v 'random inputs from base seed' |
     sed -E 's/^\s+\S+_test\.go:[0-9]+: //' | cut -c1-160 | awk -F': ' '{print $1}' | sort | uniq -c | sort -rn | head -40
-  echo "failing bases (replay: NINFER_TEST_SEED=<base> go test [-tags cudasim] -run <test> ./pkg/backend):"
+  cat "$out"/logs/simt_*.log 2>/dev/null | grep -E 'FAIL' | cut -c1-160 | sort | uniq -c | sort -rn | head -20
+  echo "failing bases (replay: NINFER_TEST_SEED=<base> go test [-tags cudasim] -run <test> ./pkg/backend; simt_<fam>: kernels/cuda/simt/run-tests.sh <base>):"
   grep '^FAIL' "$out/results" | head -20
   echo "logs: $out/logs"
 fi
