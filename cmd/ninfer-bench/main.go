@@ -164,7 +164,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env bench
 	app.Metadata = map[string]any{"args": args} // flags as typed, for messages (flags.go)
 	err := app.Run(args)
 	switch {
-	case err == nil:
+	case err == nil, errors.Is(err, cliutil.ErrVersionShown):
 		return exitOK
 	case errors.Is(err, bench.ErrInterrupted):
 		cause := cliutil.StopCause(ctx)

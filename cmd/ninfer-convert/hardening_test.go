@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,23 +16,35 @@ import (
 // Concurrent conversions to one output without --force: exactly one wins,
 // the others fail with one line and leave no temporary file. Before the
 // fix the "exists" check was not atomic and every run replaced the output.
+// The runs are separate processes (the test binary as ninfer-convert, see
+// TestMain), as two users' runs are.
 func TestConcurrentConvertsOneWins(t *testing.T) {
 	src := testfixture.HFDir(t, nil)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "m.ninfer")
 	const n = 4
 	var wg sync.WaitGroup
-	start := make(chan struct{})
 	codes, errs := make([]int, n), make([]string, n)
+	cmds := make([]*exec.Cmd, n)
+	bufs := make([]bytes.Buffer, n)
+	for i := range n {
+		cmds[i] = exec.Command(os.Args[0], "--quiet", "--recipe", "q8", src, out)
+		cmds[i].Env = append(os.Environ(), childEnv+"=1")
+		cmds[i].Stderr = &bufs[i]
+	}
+	for i := range n {
+		if err := cmds[i].Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			<-start
-			codes[i], _, errs[i] = runConvert("--quiet", "--recipe", "q8", src, out)
+			cmds[i].Wait()
+			codes[i], errs[i] = cmds[i].ProcessState.ExitCode(), bufs[i].String()
 		}()
 	}
-	close(start)
 	wg.Wait()
 	wins := 0
 	for i := range n {

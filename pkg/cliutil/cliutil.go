@@ -51,7 +51,7 @@ func Prepare(app *cli.App, stdout, stderr io.Writer) *cli.App {
 // one line "name: message" on stderr.
 func Run(app *cli.App, args []string, stderr io.Writer) int {
 	err := app.Run(args)
-	if err == nil {
+	if err == nil || errors.Is(err, ErrVersionShown) {
 		return 0
 	}
 	msg := UnknownFlagAsGiven(err.Error(), "flag provided but not defined: ", args)

@@ -1,6 +1,7 @@
 package cliutil
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"runtime/debug"
@@ -9,14 +10,12 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// versionFlag is the --version flag every tool has (Prepare adds it; there
-// is no short spelling: -v is not taken).
-var versionFlag = &cli.BoolFlag{Name: "version", Usage: "print the version, commit, Go version, backends and CPU ISA levels built in, and exit"}
+// versionUsage is the help text of the --version flag every tool has.
+const versionUsage = "print the version, commit, Go version, backends and CPU ISA levels built in, and exit"
 
-func init() {
-	cli.VersionFlag = versionFlag
-	cli.VersionPrinter = func(c *cli.Context) { fmt.Fprint(c.App.Writer, c.App.Version) }
-}
+// ErrVersionShown stops a run after --version printed the version; Run
+// maps it to exit status 0.
+var ErrVersionShown = errors.New("version shown")
 
 // BuildInfo is what --version reports.
 type BuildInfo struct {
@@ -83,15 +82,31 @@ func VersionText(tool string) string {
 }
 
 // AddVersion gives app the shared --version flag (Prepare calls it; a tool
-// that sets up its app without Prepare calls it itself).
+// that sets up its app without Prepare calls it itself). Each app gets its
+// own flag value (urfave/cli's flags record parse state, so one shared flag
+// object would race between apps run concurrently), and urfave/cli's global
+// version flag and printer stay unused: the app's Before prints the version
+// and stops the run with ErrVersionShown.
 func AddVersion(app *cli.App) *cli.App {
-	app.Version = VersionText(app.Name)
-	app.HideVersion = false
+	app.HideVersion = true
 	for _, f := range app.Flags {
-		if f == versionFlag {
-			return app
+		for _, n := range f.Names() {
+			if n == "version" {
+				return app
+			}
 		}
 	}
-	app.Flags = append(app.Flags, versionFlag)
+	app.Flags = append(app.Flags, &cli.BoolFlag{Name: "version", Usage: versionUsage})
+	before := app.Before
+	app.Before = func(c *cli.Context) error {
+		if c.Bool("version") {
+			fmt.Fprint(c.App.Writer, VersionText(c.App.Name))
+			return ErrVersionShown
+		}
+		if before != nil {
+			return before(c)
+		}
+		return nil
+	}
 	return app
 }
