@@ -172,7 +172,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env bench
 		return cliutil.InterruptedStatus(cause)
 	}
 	msg := cliutil.UnknownFlagAsGiven(err.Error(), "unknown argument: ", args)
-	fmt.Fprintf(stderr, "%s: %s\n", name, strings.ReplaceAll(msg, "\n", " "))
+	fmt.Fprintf(stderr, "%s: %s\n", name, cliutil.ErrorLine(msg))
 	var ue cliutil.UsageError
 	if errors.As(err, &ue) {
 		return exitUsage
@@ -317,6 +317,7 @@ func action(ctx context.Context, c *cli.Context, stdout, stderr io.Writer, env b
 		if err != nil {
 			return fmt.Errorf("--verify: %w", err)
 		}
+		env.Verified = true
 		if !quiet {
 			fmt.Fprintf(stderr, "%s: %s\n", name, inspect.VerifySummary(p.Weights, vr))
 		}

@@ -213,7 +213,7 @@ func TestStreamThroughReportEqualsJSON(t *testing.T) {
 	}
 
 	code, table, _ := runCmd(t, context.Background(), append(args, "--output", "table")...)
-	if code != 0 || !strings.Contains(table, "| tiny-hf | cpu") || !strings.Contains(table, "pp4+tg2 (tg)") {
+	if code != 0 || !strings.Contains(table, "| tiny-hf | q8     | cpu") || !strings.Contains(table, "pp4+tg2 (tg)") {
 		t.Errorf("table output (exit %d):\n%s", code, table)
 	}
 	code, csv, _ := runCmd(t, context.Background(), append(args, "-o", "csv")...)
@@ -310,7 +310,7 @@ func TestSpecNoneAndFormatSpellings(t *testing.T) {
 	base := []string{"--weights", model, "--corpus", corpusPath, "--backend", "cpu", "-n", "2", "-r", "1", "--warmup", "0"}
 	for _, extra := range [][]string{{"--format", "table"}, {"-f", "md"}, {"--output", "table", "--spec", "none"}, {"-o", "md"}} {
 		code, stdout, stderr := runCmd(t, context.Background(), append(base, extra...)...)
-		if code != 0 || !strings.Contains(stdout, "| tiny-hf | cpu") {
+		if code != 0 || !strings.Contains(stdout, "| tiny-hf | q8     | cpu") {
 			t.Fatalf("%q: exit %d, stdout %q, stderr %q", extra, code, stdout, stderr)
 		}
 	}

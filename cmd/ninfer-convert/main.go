@@ -97,6 +97,9 @@ func convertAction(c *cli.Context) error {
 	if err := cliutil.CheckThreads("--threads", c.Int("threads")); err != nil {
 		return err
 	}
+	if err := checkModelName(c.String("name"), src); err != nil {
+		return err
+	}
 	if (c.Int("draft-head") > 0) != (c.String("draft-corpus") != "") {
 		return cliutil.Usagef("--draft-head and --draft-corpus go together")
 	}

@@ -45,7 +45,7 @@ func newApp() *cli.App {
 	return &cli.App{
 		Name:      name,
 		Usage:     "perplexity of .ninfer models, and KL divergence against a reference",
-		UsageText: name + " --weights M.ninfer [--weights M2.ninfer ...] (--corpus C.ids | --text F.txt) [--reference REF.ninfer] [--ctx N] [--stride S] [--format table|json] [options]",
+		UsageText: name + " --weights M.ninfer [--weights M2.ninfer ...] (--corpus C.ids | --text F.txt) [--reference REF.ninfer|REF.logits] [--save-logits F.logits] [--ctx N] [--stride S] [--format table|json] [options]",
 		Description: `Scores the ids in windows of --ctx tokens starting every --stride tokens
 (default: --ctx, back to back), as llama.cpp's llama-perplexity does: each
 window is evaluated from a fresh sequence and only its second half is scored
@@ -65,6 +65,15 @@ reference's (Δ PPL = PPL - PPL_ref). The models and the reference must have
 the same vocabulary (with --text: the same tokenizer.json). Formulas:
 docs/EVAL.md.
 
+--save-logits F writes the (single) --weights model's log-probabilities at
+every scored token to F (ln p in fixed point, steps of 1/2048 nat, with the
+exact NLL and argmax of each row; a header names the model's directory
+digest, the tokenizer digest, the corpus sha256, ctx, stride and windows;
+written atomically, not when interrupted). --reference F then compares against that file instead of a
+model: the run must have the same corpus, tokenizer, vocabulary, ctx, stride
+and windows, else it stops naming the field that differs. Format and the
+KL error of the rounding: docs/EVAL.md.
+
 --weights may be repeated: every model is loaded at once and scored window
 by window (the reference once per window). --format table (default) is a
 markdown table, one row per model; json is one JSON line per model.
@@ -78,11 +87,14 @@ Exit status: 0 ok, 2 usage error, 1 runtime error, 128+N stopped by signal N.
 Examples:
    ninfer-eval --weights build/shakespeare-q8.ninfer --corpus models/tiny-shakespeare/bench_corpus.ids --ctx 256
    ninfer-eval --weights q8.ninfer --weights gw.ninfer --reference fp32.ninfer --corpus c.ids --ctx 256 --backend cpu
+   ninfer-eval --weights fp32.ninfer --kv-dtype fp32 --corpus c.ids --ctx 256 --save-logits fp32.logits
+   ninfer-eval --weights q8.ninfer --reference fp32.logits --corpus c.ids --ctx 256
    ninfer-eval --weights m.ninfer --text wiki.test.raw --ctx 512 --format json --output-file out/ppl.jsonl
    ninfer-tokenize --weights m.ninfer --whole play.txt > play.ids && ninfer-eval --weights m.ninfer --corpus play.ids`,
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "weights", Aliases: []string{"m"}, Usage: "a .ninfer model `PATH` to evaluate (repeatable; required)"},
-			&cli.StringFlag{Name: "reference", Usage: "reference .ninfer model `PATH`: KL divergence, top-1 agreement and Δ PPL against it"},
+			&cli.StringFlag{Name: "reference", Usage: "reference .ninfer model or --save-logits file `PATH`: KL divergence, top-1 agreement and Δ PPL against it"},
+			&cli.StringFlag{Name: "save-logits", Usage: "write the model's per-token log-probabilities to `PATH` (a --reference for later runs; one --weights)"},
 			&cli.StringFlag{Name: "corpus", Usage: "token-id corpus `PATH` (whitespace-separated ids)"},
 			&cli.StringFlag{Name: "text", Usage: "text file `PATH`, tokenized with the model's tokenizer"},
 			&cli.IntFlag{Name: "ctx", Value: 512, Usage: "window length in `TOKENS` (≥ 3)"},
@@ -102,6 +114,7 @@ Examples:
 type options struct {
 	weights          []string
 	reference        string
+	saveLogits       string
 	corpus, text     string
 	ctx, stride, max int
 	kv, backend      string
@@ -112,7 +125,7 @@ type options struct {
 }
 
 func parse(c *cli.Context) (options, error) {
-	o := options{weights: c.StringSlice("weights"), reference: c.String("reference"), corpus: c.String("corpus"),
+	o := options{weights: c.StringSlice("weights"), reference: c.String("reference"), saveLogits: c.String("save-logits"), corpus: c.String("corpus"),
 		text: c.String("text"), ctx: c.Int("ctx"), stride: c.Int("stride"), max: c.Int("max-windows"),
 		kv: c.String("kv-dtype"), backend: c.String("backend"), threads: c.Int("threads"),
 		activations: c.String("activations"), format: c.String("format"), out: c.String("output-file"), quiet: c.Bool("quiet")}
@@ -131,6 +144,10 @@ func parse(c *cli.Context) (options, error) {
 		return o, cliutil.Usagef("--weights is empty")
 	case c.IsSet("reference") && o.reference == "":
 		return o, cliutil.Usagef("--reference is empty")
+	case c.IsSet("save-logits") && o.saveLogits == "":
+		return o, cliutil.Usagef("--save-logits is empty")
+	case o.saveLogits != "" && len(o.weights) != 1:
+		return o, cliutil.Usagef("--save-logits saves one model's logits: give one --weights (%d given)", len(o.weights))
 	case c.IsSet("corpus") == c.IsSet("text"):
 		return o, cliutil.Usagef("give exactly one of --corpus and --text")
 	case o.corpus == "" && o.text == "":
@@ -158,7 +175,14 @@ func parse(c *cli.Context) (options, error) {
 	if err := cliutil.CheckOutputFile("--output-file", o.out, "--format %s"); err != nil {
 		return o, err
 	}
-	return o, cliutil.CheckIO("--output-file", o.out, append([]string{o.reference, o.corpus, o.text}, o.weights...)...)
+	inputs := append([]string{o.reference, o.corpus, o.text}, o.weights...)
+	if err := cliutil.CheckOutputFile("--save-logits", o.saveLogits, ""); err != nil {
+		return o, err
+	}
+	if err := cliutil.CheckOutputNotInput("--save-logits", o.saveLogits, append(inputs, o.out)...); err != nil {
+		return o, err
+	}
+	return o, cliutil.CheckIO("--output-file", o.out, inputs...)
 }
 
 func action(ctx context.Context, c *cli.Context, stdout, stderr io.Writer) error {
@@ -221,7 +245,14 @@ func action(ctx context.Context, c *cli.Context, stdout, stderr io.Writer) error
 		models = append(models, m)
 	}
 	var ref eval.Scorer
-	if o.reference != "" {
+	var refFile *eval.LogitsFile
+	if o.reference != "" && eval.IsLogitsFile(o.reference) {
+		if refFile, err = eval.OpenLogits(o.reference); err != nil {
+			return fmt.Errorf("--reference %w", err)
+		}
+		defer refFile.Close()
+		ref = refFile
+	} else if o.reference != "" {
 		m, err := open(o.reference)
 		if err != nil {
 			return err
@@ -240,6 +271,27 @@ func action(ctx context.Context, c *cli.Context, stdout, stderr io.Writer) error
 		return fmt.Errorf("%s: %s", source(o), strings.TrimPrefix(err.Error(), "eval: "))
 	}
 	logf("%d windows of %d tokens, stride %d, %d tokens scored each", len(windows), o.ctx, o.stride, windows[0].Scored())
+	if refFile != nil {
+		// Every model must match the saved run: same ids, tokenizer, windows.
+		for i, m := range loaded[:len(o.weights)] {
+			run := eval.RunHeader(ids, windows, m.VocabSize(), eval.ResourceSHA256(m.Resource, "tokenizer.json"))
+			if err := refFile.Header.Check(run); err != nil {
+				return fmt.Errorf("--reference %s: %v (against --weights %s)", o.reference, err, o.weights[i])
+			}
+		}
+	}
+	var save *eval.LogitsWriter
+	if o.saveLogits != "" {
+		m := loaded[0]
+		h := eval.RunHeader(ids, windows, m.VocabSize(), eval.ResourceSHA256(m.Resource, "tokenizer.json"))
+		h.ModelDirectorySHA256, h.Weights = m.DirectorySHA256(), o.weights[0]
+		h.KVDtype, h.Backend, h.Activations = o.kv, m.Backend(), o.activations
+		if save, err = eval.CreateLogits(o.saveLogits, h); err != nil {
+			return fmt.Errorf("--save-logits: %w", err)
+		}
+		defer save.Abort()
+		models[0] = eval.Recording(models[0], save)
+	}
 
 	t0 := time.Now()
 	last := time.Now()
@@ -259,6 +311,15 @@ func action(ctx context.Context, c *cli.Context, stdout, stderr io.Writer) error
 		return err
 	}
 	secs := time.Since(t0).Seconds()
+	if save != nil {
+		if results[0].Interrupted {
+			logf("interrupted: --save-logits %s not written", o.saveLogits)
+		} else if err := save.Commit(); err != nil {
+			return fmt.Errorf("--save-logits: %w", err)
+		} else {
+			logf("wrote %s", o.saveLogits)
+		}
+	}
 	for i := range results {
 		r := &results[i]
 		r.Weights, r.Reference, r.Corpus = o.weights[i], o.reference, source(o)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,6 +78,75 @@ func TestJSONAndReference(t *testing.T) {
 	b, _ := os.ReadFile(out)
 	if o.code != 0 || !strings.Contains(string(b), "| "+q8+" | 30 ") || !strings.Contains(string(b), "2 windows of 32 tokens, stride 16") {
 		t.Errorf("table: %+v\n%s", o, b)
+	}
+}
+
+// --save-logits then --reference FILE gives what the live reference gives:
+// the same reference PPL and top-1 agreement, the KL within the file's
+// rounding; a file of another run is refused naming the field.
+func TestSaveLogits(t *testing.T) {
+	fp32, q8 := testfixture.Artifact(t, "fp32", nil), testfixture.Artifact(t, "q8", nil)
+	c := ids(t, 100)
+	dir := t.TempDir()
+	lf := filepath.Join(dir, "sub", "fp32.logits")
+	o := runCmd(t, context.Background(), base("--weights", fp32, "--corpus", c, "--save-logits", lf, "--format", "json")...)
+	if o.code != 0 || o.stderr != "" {
+		t.Fatalf("save: %+v", o)
+	}
+	if ents, _ := os.ReadDir(filepath.Dir(lf)); len(ents) != 1 {
+		t.Errorf("want only the logits file: %v", ents)
+	}
+	live := runCmd(t, context.Background(), base("--weights", q8, "--reference", fp32, "--corpus", c, "--format", "json")...)
+	saved := runCmd(t, context.Background(), base("--weights", q8, "--reference", lf, "--corpus", c, "--format", "json")...)
+	if live.code != 0 || saved.code != 0 {
+		t.Fatalf("live %+v\nsaved %+v", live, saved)
+	}
+	l, s := gjson.Parse(live.stdout), gjson.Parse(saved.stdout)
+	for _, k := range []string{"ref_ppl", "top1_agreement", "delta_ppl", "delta_nll.mean", "ppl"} {
+		if l.Get(k).Float() != s.Get(k).Float() {
+			t.Errorf("%s: live %v, saved %v", k, l.Get(k), s.Get(k))
+		}
+	}
+	kl, ks := l.Get("kl.mean").Float(), s.Get("kl.mean").Float()
+	if !(kl > 0) || math.Abs(kl-ks) > 5e-8+1e-4*kl {
+		t.Errorf("KL live %v, saved %v", kl, ks)
+	}
+	if s.Get("reference").String() != lf {
+		t.Errorf("reference: %s", saved.stdout)
+	}
+
+	// An interrupted run writes no file (and leaves no temporary one).
+	cctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	stopped := filepath.Join(dir, "stopped", "x.logits")
+	o = runCmd(t, cctx, base("--weights", fp32, "--corpus", c, "--save-logits", stopped)...)
+	if ents, _ := os.ReadDir(filepath.Dir(stopped)); o.code != cliutil.ExitInterrupted || len(ents) != 0 {
+		t.Errorf("interrupted: %+v, files %v", o, ents)
+	}
+
+	b, _ := os.ReadFile(lf)
+	trunc := filepath.Join(dir, "trunc.logits")
+	os.WriteFile(trunc, b[:len(b)/2], 0o644)
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"other corpus", base("--weights", q8, "--reference", lf, "--corpus", ids(t, 101)), 1, "corpus differs"},
+		{"other ctx", append(base("--weights", q8, "--reference", lf, "--corpus", c), "--ctx", "16"), 1, "ctx differs: saved with --ctx 32, this run has 16"},
+		{"other stride", base("--weights", q8, "--reference", lf, "--corpus", c, "--stride", "16"), 1, "stride differs"},
+		{"fewer windows", base("--weights", q8, "--reference", lf, "--corpus", c, "--max-windows", "1"), 1, "windows differ"},
+		{"truncated", base("--weights", q8, "--reference", trunc, "--corpus", c), 1, "truncated"},
+		{"two models", base("--weights", q8, "--weights", fp32, "--save-logits", filepath.Join(dir, "x"), "--corpus", c), 2, "give one --weights"},
+		{"over input", base("--weights", q8, "--save-logits", c, "--corpus", c), 2, "is the input"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := runCmd(t, context.Background(), tc.args...)
+			if o.code != tc.code || !strings.Contains(o.stderr, tc.want) || strings.Count(o.stderr, "\n") != 1 {
+				t.Errorf("%+v: want exit %d and one line with %q", o, tc.code, tc.want)
+			}
+		})
 	}
 }
 

@@ -49,7 +49,12 @@ line goes to stderr (--quiet: errors only).
 
 ninfer-run and ninfer-bench never re-hash the payloads unless given --verify
 (the load stays a mapping); this is the check to run when a model produces
-non-finite logits.
+non-finite logits. If it passes, the payload is intact, so the weights are
+numerically broken (e.g. values overflow fp32 in the layer that ninfer-run
+or ninfer-bench names).
+The header's artifact_id is recorded in metadata.artifact_id, so the digest
+covers it; older artifacts without it open, and --verify says it is not
+covered.
 
 Exit status: 0 ok, 2 usage error, 1 runtime error (including a --verify failure).
 

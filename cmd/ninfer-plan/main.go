@@ -145,6 +145,9 @@ func action(c *cli.Context, stdout, stderr io.Writer) error {
 		if cfg, objs, err = weightsFromArtifact(w); err != nil {
 			return err
 		}
+		if err := plan.CheckProposalHead(objs, o); err != nil {
+			return fmt.Errorf("%s: %w", w, err)
+		}
 	default:
 		r, err := recipe.Lookup(c.String("recipe"))
 		if err != nil {

@@ -126,7 +126,7 @@ func emit(c *cli.Context, data []byte, stdout, stderr io.Writer) error {
 
 func warn(stderr io.Writer, warnings []string) {
 	for _, w := range warnings {
-		fmt.Fprintf(stderr, "%s: warning: %s\n", name, w)
+		fmt.Fprint(stderr, cliutil.WarningLine(name, w))
 	}
 }
 
@@ -215,10 +215,12 @@ func checkAction(path string, stdin io.Reader, stdout, stderr io.Writer, quiet b
 
 func oneRun(path, id string, stdin io.Reader, stderr io.Writer) (report.Run, error) {
 	in, err := report.ReadFiles([]string{path}, stdin)
+	if in != nil {
+		warn(stderr, in.Warnings) // with an error too: a cut-off only line says so
+	}
 	if err != nil {
 		return report.Run{}, err
 	}
-	warn(stderr, in.Warnings)
 	runs, err := in.Select(id)
 	if err != nil {
 		return report.Run{}, fmt.Errorf("%s: %w", path, err)

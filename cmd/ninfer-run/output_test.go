@@ -160,7 +160,8 @@ func TestVerifyAndNonFiniteDiagnosis(t *testing.T) {
 	// traced to the first op whose output is not finite.
 	o := runCmd(t, context.Background(), "", args(nan, "-q")...)
 	want := name + ": decode: position 3: no finite logit to sample from: layer 3 (full attention): attention/o_proj output is not finite (NaN at position 0; weight " + obj +
-		") (weights may be corrupt: run ninfer-inspect --verify " + nan + ")\n"
+		") (weights may be corrupt: run ninfer-inspect --verify " + nan +
+		"; if it passes, the payload is intact, so the weights are numerically broken (e.g. values overflow fp32 in layer 3 (full attention): attention/o_proj))\n"
 	if o.code != 1 || o.stderr != want || o.stdout != "" {
 		t.Fatalf("exit %d, stdout %q, stderr\n%q\nwant 1 and\n%q", o.code, o.stdout, o.stderr, want)
 	}

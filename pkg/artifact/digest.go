@@ -129,3 +129,29 @@ func (f *File) ConfigDefaults() (defaults map[string]any, ok bool) {
 	m, ok := f.Metadata[MetaConfigDefaults].(map[string]any)
 	return m, ok
 }
+
+// MetaArtifactID is written by the writer (any value given in Meta.Metadata
+// is replaced): the header's artifact_id as 32 lowercase hex digits. The
+// header is covered by no hash; recording the id in the directory puts it
+// under the directory digest, and Open checks that the two agree.
+const MetaArtifactID = "artifact_id"
+
+// checkArtifactID checks metadata.artifact_id, when present, against the
+// header's artifact_id and records the outcome in f.ArtifactIDChecked.
+// Absent (an artifact written before it was recorded): accepted, and the
+// header's id is covered by nothing.
+func (f *File) checkArtifactID() error {
+	v, ok := f.Metadata[MetaArtifactID]
+	if !ok {
+		return nil
+	}
+	s, _ := v.(string)
+	if !isLowerHex(s, 32) {
+		return f.errf("", "metadata.%s must be a string of 32 lowercase hex digits", MetaArtifactID)
+	}
+	if got := hex.EncodeToString(f.ID[:]); got != s {
+		return f.errf("", "header artifact_id %s does not match metadata.%s %s (the header was changed after it was written)", got, MetaArtifactID, s)
+	}
+	f.ArtifactIDChecked = true
+	return nil
+}

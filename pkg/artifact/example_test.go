@@ -25,7 +25,7 @@ func Example() {
 		NumAttentionHeads: 2, NumKeyValueHeads: 1, HeadDim: 32, LinearConvKernelDim: 4,
 		LinearKeyHeadDim: 16, LinearValueHeadDim: 16, LinearNumKeyHeads: 2, LinearNumValueHeads: 2,
 		LayerTypes: []string{qwen35.FullAttention}, RMSNormEps: 1e-6, RopeTheta: 1e7,
-		PartialRotaryFactor: 0.25, AttnOutputGate: true,
+		PartialRotaryFactor: 0.25, AttnOutputGate: true, MaxPositionEmbeddings: 4096,
 	}
 	plan := artifact.NewPlan(artifact.Meta{Name: "tiny", Config: cfg, Metadata: map[string]any{"recipe": "example"}})
 	tok := []byte(`{"model":{}}`)

@@ -3,6 +3,7 @@ package artifact
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"math/rand/v2"
 	"os"
@@ -153,6 +154,13 @@ func assembleV3(js, payload []byte) []byte {
 	binary.LittleEndian.PutUint64(out[8:], uint64(len(js)))
 	for i := 16; i < 32; i++ {
 		out[i] = byte(i * 7)
+	}
+	// A directory that records metadata.artifact_id gets that id, so the
+	// header agrees with it.
+	if _, rest, ok := bytes.Cut(js, []byte(`"`+MetaArtifactID+`":"`)); ok && len(rest) >= 32 {
+		if id, err := hex.DecodeString(string(rest[:32])); err == nil {
+			copy(out[16:32], id)
+		}
 	}
 	copy(out[HeaderSize:], js)
 	return append(out, payload...)

@@ -1,6 +1,7 @@
 package artifact
 
 import (
+	"encoding/hex"
 	"fmt"
 
 	"github.com/ninfer/ninfer/pkg/format"
@@ -106,7 +107,7 @@ func (p *Plan) PayloadBytes() int64 { return p.cursor }
 // spec builds the directory content; components are derived from the
 // objects (resources list, mtp layer count from the config, proposal rows
 // from text/draft_head).
-func (p *Plan) spec(objects []Object) *dirSpec {
+func (p *Plan) spec(objects []Object, id [16]byte) *dirSpec {
 	// The writer owns directory_sha256: a placeholder of the final length
 	// here, sealed once the directory is final.
 	metadata := make(map[string]any, len(p.meta.Metadata)+1)
@@ -114,6 +115,9 @@ func (p *Plan) spec(objects []Object) *dirSpec {
 		metadata[k] = v
 	}
 	metadata[MetaDirectorySHA256] = zeroHash
+	// So is artifact_id: the header's id, recorded where the directory
+	// digest covers it (the header itself is hashed by nothing).
+	metadata[MetaArtifactID] = hex.EncodeToString(id[:])
 	d := &dirSpec{
 		name: p.meta.Name, config: p.meta.Config, objects: objects, payloadBytes: p.cursor,
 		metadata: metadata, provenance: p.meta.Provenance, resources: []string{},
@@ -141,7 +145,7 @@ func (p *Plan) spec(objects []Object) *dirSpec {
 // directory encodes and validates the directory; with placeholders, every
 // object gets an all-zero sha256 of the final length. The directory digest
 // is left as its all-zero placeholder (sealDirectory fills it in).
-func (p *Plan) directory(path string, placeholders bool) ([]byte, *File, error) {
+func (p *Plan) directory(path string, placeholders bool, id [16]byte) ([]byte, *File, error) {
 	if len(p.objects) == 0 {
 		return nil, nil, fmt.Errorf("%s: plan has no objects", path)
 	}
@@ -151,19 +155,22 @@ func (p *Plan) directory(path string, placeholders bool) ([]byte, *File, error) 
 			objs[i].SHA256 = zeroHash
 		}
 	}
-	js, err := encodeDirectory(p.spec(objs))
+	js, err := encodeDirectory(p.spec(objs, id))
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	// Validate exactly as a reader will, so a writer never emits a file
 	// that Open rejects.
-	f := &File{Path: path, Version: Version, Size: -1}
+	f := &File{Path: path, Version: Version, Size: -1, ID: id}
 	if len(js) > MaxDirectoryBytes {
 		return nil, nil, fmt.Errorf("%s: directory is %d bytes, above the %d-byte limit", path, len(js), MaxDirectoryBytes)
 	}
 	f.JSONBytes = int64(len(js))
 	f.PayloadStart = format.AlignUp(HeaderSize+f.JSONBytes, PayloadAlignment)
 	if err := f.parseDirectoryV3(js); err != nil {
+		return nil, nil, err
+	}
+	if err := f.checkArtifactID(); err != nil {
 		return nil, nil, err
 	}
 	if err := f.checkRanges(); err != nil {

@@ -41,6 +41,10 @@ type File struct {
 	// against the directory; empty when the artifact records none (written
 	// before ninfer recorded it), so nothing covers the directory.
 	DirectorySHA256 string
+	// ArtifactIDChecked: metadata.artifact_id is recorded and equals the
+	// header's ID (so the directory digest covers the id); false for an
+	// artifact written before the id was recorded.
+	ArtifactIDChecked bool
 
 	config *qwen35.Config
 	byID   map[string]int
@@ -204,7 +208,10 @@ func (f *File) parseV3(hdr []byte) error {
 	if err := f.checkRanges(); err != nil {
 		return err
 	}
-	return f.checkDigest(js)
+	if err := f.checkDigest(js); err != nil {
+		return err
+	}
+	return f.checkArtifactID()
 }
 
 const maxInt64 = int64(^uint64(0) >> 1)

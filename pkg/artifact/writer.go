@@ -29,7 +29,8 @@ type Writer struct {
 	plan    *Plan    // snapshot of the plan's meta and length
 	objects []Object // planned objects; SHA256 filled in as they complete
 	index   map[string]int
-	dirLen  int // length of the placeholder directory
+	dirLen  int      // length of the placeholder directory
+	id      [16]byte // the header's artifact_id, also recorded in metadata.artifact_id
 	osf     *os.File
 	bw      *bufio.Writer
 	pos     int64 // payload-relative bytes written
@@ -59,13 +60,13 @@ var errAborted = errors.New("writer aborted")
 // header, the directory (with placeholder hashes) and the padding. The
 // plan must not be changed afterwards.
 func Create(path string, plan *Plan) (*Writer, error) {
-	js, _, err := plan.directory(path, true)
-	if err != nil {
-		return nil, err
-	}
 	var id [16]byte
 	if _, err := rand.Read(id[:]); err != nil {
 		return nil, fmt.Errorf("%s: artifact id: %w", path, err)
+	}
+	js, _, err := plan.directory(path, true, id)
+	if err != nil {
+		return nil, err
 	}
 	var suffix [6]byte
 	if _, err := rand.Read(suffix[:]); err != nil {
@@ -78,7 +79,7 @@ func Create(path string, plan *Plan) (*Writer, error) {
 	}
 	w := &Writer{
 		path: path, tmp: tmp, plan: &Plan{meta: plan.meta, cursor: plan.cursor}, objects: plan.Objects(),
-		dirLen: len(js), osf: osf, bw: bufio.NewWriterSize(osf, 1<<20), pending: map[string][]byte{},
+		dirLen: len(js), id: id, osf: osf, bw: bufio.NewWriterSize(osf, 1<<20), pending: map[string][]byte{},
 		index: make(map[string]int, len(plan.objects)),
 	}
 	for i := range w.objects {
@@ -339,7 +340,7 @@ func (w *Writer) Close() error {
 	if err := w.bw.Flush(); err != nil {
 		return w.fail(fmt.Errorf("%s: write: %w", w.tmp, err))
 	}
-	js, err := encodeDirectory(w.plan.spec(w.objects))
+	js, err := encodeDirectory(w.plan.spec(w.objects, w.id))
 	if err == nil {
 		err = sealDirectory(js)
 	}
@@ -406,7 +407,11 @@ func syncDir(dir string) error {
 // payload reads as zeros and no sha256 is recorded. It is meant for tests
 // and tools that need a realistic header of a large artifact.
 func WriteSparse(path string, plan *Plan) error {
-	js, f, err := plan.directory(path, false)
+	var id [16]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return fmt.Errorf("%s: artifact id: %w", path, err)
+	}
+	js, f, err := plan.directory(path, false, id)
 	if err != nil {
 		return err
 	}
@@ -417,10 +422,8 @@ func WriteSparse(path string, plan *Plan) error {
 	copy(hdr, magicPrefix)
 	hdr[7] = Version
 	binary.LittleEndian.PutUint64(hdr[8:], uint64(len(js)))
+	copy(hdr[16:], id[:])
 	var suffix [6]byte
-	if _, err := rand.Read(hdr[16:]); err != nil {
-		return fmt.Errorf("%s: artifact id: %w", path, err)
-	}
 	if _, err := rand.Read(suffix[:]); err != nil {
 		return fmt.Errorf("%s: temp name: %w", path, err)
 	}

@@ -2,6 +2,7 @@ package artifact
 
 import (
 	"bytes"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -199,8 +200,9 @@ func TestPutConcurrent(t *testing.T) {
 	}
 	a, _ := os.ReadFile(seqPath)
 	b, _ := os.ReadFile(path)
-	// Identical except for the random artifact id at [16,32).
-	if len(a) != len(b) || !bytes.Equal(a[:16], b[:16]) || !bytes.Equal(a[32:], b[32:]) {
+	// Identical except for the random artifact id at [16,32), its record
+	// metadata.artifact_id and so the directory digest.
+	if len(a) != len(b) || !bytes.Equal(a[:16], b[:16]) || !bytes.Equal(withoutID(t, a), withoutID(t, b)) {
 		t.Fatalf("Put-written file differs from the sequential one")
 	}
 	if bytes.Equal(a[16:32], b[16:32]) {
@@ -334,4 +336,24 @@ func TestCommitReplacesAndFailsCleanly(t *testing.T) {
 	if names := dirEntries(t, dir); len(names) != 2 {
 		t.Fatalf("directory holds %v, want model.ninfer and blocked.ninfer", names)
 	}
+}
+
+// withoutID returns b[32:] with metadata.artifact_id and the directory
+// digest blanked: what two writes of the same plan share.
+func withoutID(t *testing.T, b []byte) []byte {
+	t.Helper()
+	out := append([]byte(nil), b[32:]...)
+	js, _ := splitFile(t, b)
+	slot, err := digestSlot(js)
+	if err != nil || slot < 0 {
+		t.Fatalf("no digest: %v", err)
+	}
+	copy(out[slot:slot+64], zeroHash)
+	id := []byte(hex.EncodeToString(b[16:32]))
+	if i := bytes.Index(out[:len(js)], id); i < 0 {
+		t.Fatal("metadata.artifact_id not in the directory")
+	} else {
+		copy(out[i:i+32], zeroHash)
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/ninfer/ninfer/pkg/backend"
@@ -36,6 +37,9 @@ type Env struct {
 	// ForceProgress. nil = none.
 	Progress      io.Writer
 	ForceProgress bool
+	// Verified: the artifact passed --verify before the run (said in the
+	// message of a NonFiniteError).
+	Verified bool
 }
 
 func (e Env) withDefaults() Env {
@@ -289,12 +293,21 @@ func runTest(ctx context.Context, p Params, env Env, s *session, ti int, t Test,
 		} else {
 			prog.show(ProgressLine(ti, nTests, t.DisplayLabel(), i-p.Warmup, p.Repetitions, false, rates))
 		}
+		s.reps.last = nil
 		tm, sp, err := s.reps.rep(t)
+		if err != nil && s.reps.dec != nil && strings.Contains(err.Error(), specNoFinite) {
+			return s.reps.diagnose(t, p.Weights, env.Verified, err.Error())
+		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", t.DisplayLabel(), err)
 		}
 		if warm {
 			continue
+		}
+		if i == p.Warmup { // the first measured rep: are the logits finite?
+			if err := s.reps.checkFinite(t, p.Weights, env.Verified); err != nil {
+				return err
+			}
 		}
 		line := &benchfmt.RepLine{RunID: env.RunID, TestIndex: int64(ti), Label: t.Label, Kind: t.Kind,
 			NPrompt: int64(t.NPrompt), NGen: int64(t.NGen), RequestedOutputTokens: int64(t.RequestedOutputTokens()),
@@ -390,6 +403,9 @@ type repRunner struct {
 	// The plain probe of the last spec rep (spectiming.go).
 	probeSteps int
 	probe      time.Duration
+	// last is the last logits row of the last rep (plain reps and the
+	// spec reps' plain probe): checkFinite looks at it (finite.go).
+	last []float32
 }
 
 // rep runs one repetition of t on a fresh (reset, untimed) sequence: the
@@ -416,6 +432,7 @@ func (r *repRunner) rep(t Test) (benchfmt.Timings, benchfmt.Spec, error) {
 	}
 	tok := argmax(logits)
 	t2 := r.now()
+	r.last = logits
 	produced := 1
 	// decode = Σ over the G steps of one engine step plus the greedy argmax.
 	var decode time.Duration
@@ -429,6 +446,7 @@ func (r *repRunner) rep(t Test) (benchfmt.Timings, benchfmt.Spec, error) {
 			tok = argmax(logits)
 			decode += r.now().Sub(a)
 			produced++
+			r.last = logits
 		}
 	}
 	t3 := r.now()

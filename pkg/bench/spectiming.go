@@ -44,7 +44,9 @@ func (r *repRunner) plainProbe(t Test) (int, time.Duration, error) {
 		}
 		tok = argmax(logits)
 	}
-	return n, time.Since(start), nil
+	d := time.Since(start)
+	r.last = logits
+	return n, d, nil
 }
 
 // specTiming is the rep's spec_timing: the decoder's breakdown of its last

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/ninfer/ninfer/pkg/termsafe"
 	"github.com/tidwall/gjson"
 )
 
@@ -501,7 +502,7 @@ func DecodeDocument(data []byte) (Document, error) {
 		return Document{}, d.err
 	}
 	if doc.ArtifactType != ArtifactType {
-		return Document{}, fmt.Errorf("artifact_type: %q, want %q", doc.ArtifactType, ArtifactType)
+		return Document{}, fmt.Errorf("artifact_type: %s, want %s", termsafe.Quote(doc.ArtifactType), ArtifactType)
 	}
 	return doc, nil
 }
@@ -676,7 +677,7 @@ func sameValue(path string, a, b gjson.Result) error {
 		}
 	case a.Type == gjson.String:
 		if a.Str != b.Str {
-			return fmt.Errorf("%s: %q vs %q", path, a.Str, b.Str)
+			return fmt.Errorf("%s: %s vs %s", path, termsafe.Quote(a.Str), termsafe.Quote(b.Str))
 		}
 	}
 	return nil

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/ninfer/ninfer/pkg/termsafe"
 )
 
 // HasPrefill reports whether tests of kind measure a prompt prefill.
@@ -32,11 +34,11 @@ func Label(kind string, nPrompt, nGen int64) string {
 func ParseLabel(label string) (kind string, nPrompt, nGen int64, err error) {
 	num := func(s, prefix string) (int64, error) {
 		if !strings.HasPrefix(s, prefix) {
-			return 0, fmt.Errorf("test label %q: want pp<P>, tg<G> or pp<P>+tg<G>", label)
+			return 0, fmt.Errorf("test label %s: want pp<P>, tg<G> or pp<P>+tg<G>", termsafe.Quote(label))
 		}
 		v, err := strconv.ParseInt(s[len(prefix):], 10, 64)
 		if err != nil || v <= 0 {
-			return 0, fmt.Errorf("test label %q: want pp<P>, tg<G> or pp<P>+tg<G> with positive counts", label)
+			return 0, fmt.Errorf("test label %s: want pp<P>, tg<G> or pp<P>+tg<G> with positive counts", termsafe.Quote(label))
 		}
 		return v, nil
 	}

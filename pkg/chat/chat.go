@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/ninfer/ninfer/pkg/termsafe"
 )
 
 // Message is one chat turn. The JSON form matches the OpenAI/transformers
@@ -65,7 +67,7 @@ func Render(msgs []Message, opts Options) (string, error) {
 		switch m.Role {
 		case "system", "user", "assistant", "tool":
 		default:
-			return "", fmt.Errorf("chat: message %d: unknown role %q (want system, user, assistant or tool)", i, m.Role)
+			return "", fmt.Errorf("chat: message %d: unknown role %s (want system, user, assistant or tool)", i, termsafe.Quote(m.Role))
 		}
 		if len(m.ToolCalls) > 0 && m.Role != "assistant" {
 			return "", fmt.Errorf("chat: message %d: tool_calls on a %s message", i, m.Role)

@@ -158,8 +158,13 @@ func Convert(ctx context.Context, src, dst string, opts Options) (Result, error)
 		}
 	}
 	hasTokenizer := false
+	frontend := make(map[string][]byte, len(resources))
 	for i, r := range resources {
 		hasTokenizer = hasTokenizer || (r == hfdir.TokenizerFile && len(resData[i]) > 0)
+		frontend[r] = resData[i]
+	}
+	if err := checkFrontend(src, frontend); err != nil {
+		return Result{}, err
 	}
 	if !hasTokenizer {
 		logf(opts.Log, "ninfer-convert: note: %s has no %s: the artifact runs on token ids only (ninfer-run --ids)\n", src, hfdir.TokenizerFile)

@@ -11,6 +11,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/ninfer/ninfer/pkg/termsafe"
 )
 
 // Read parses ids from r; name labels errors, which give the 1-based line
@@ -25,7 +27,10 @@ func Read(r io.Reader, name string, vocab int) ([]int32, error) {
 		for k, w := range strings.Fields(sc.Text()) {
 			v, err := strconv.ParseInt(w, 10, 32)
 			if err != nil || v < 0 {
-				return nil, fmt.Errorf("%s: line %d: token %d: %q is not a non-negative int32 id", name, line, k+1, w)
+				// A 5 MB token, or a model file given as the corpus, is
+				// quoted as a short excerpt with its position.
+				return nil, fmt.Errorf("%s: line %d: token %d: %s is not a non-negative int32 id",
+					name, line, k+1, termsafe.Quote(w))
 			}
 			if vocab > 0 && v >= int64(vocab) {
 				return nil, fmt.Errorf("%s: line %d: token %d: id %d is outside the vocabulary [0,%d)", name, line, k+1, v, vocab)

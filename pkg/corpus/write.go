@@ -6,6 +6,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/ninfer/ninfer/pkg/termsafe"
 )
 
 // ParseLine parses one line of a .ids file the way Read does, with the same
@@ -16,7 +18,7 @@ func ParseLine(s, name string, line, vocab int) ([]int32, error) {
 	for k, w := range fields {
 		v, err := strconv.ParseInt(w, 10, 32)
 		if err != nil || v < 0 {
-			return nil, fmt.Errorf("%s: line %d: token %d: %q is not a non-negative int32 id", name, line, k+1, w)
+			return nil, fmt.Errorf("%s: line %d: token %d: %s is not a non-negative int32 id", name, line, k+1, termsafe.Quote(w))
 		}
 		if vocab > 0 && v >= int64(vocab) {
 			return nil, fmt.Errorf("%s: line %d: token %d: id %d is outside the vocabulary [0,%d)", name, line, k+1, v, vocab)

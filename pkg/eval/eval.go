@@ -24,6 +24,13 @@ type Scorer interface {
 	Logits(window []int32, first int) ([]float32, error)
 }
 
+// exactRows is a Scorer whose rows are rounded (a LogitsFile): it also
+// gives the exact NLL and argmax of the rows of its last Logits call, which
+// Evaluate uses for the reference's perplexity and top-1 agreement.
+type exactRows interface {
+	ExactRows() (nll []float64, argmax []int)
+}
+
 // Window is one evaluation window: ids[Start:Start+Ctx]. The logits of its
 // positions First .. Ctx-2 (relative to Start) are scored against the next
 // token, ids[Start+First+1 .. Start+Ctx-1].
@@ -255,6 +262,15 @@ func Evaluate(ctx context.Context, ids []int32, windows []Window, models []Score
 				}
 				refLSE, refArg = append(refLSE, lse), append(refArg, am)
 				refNLL = append(refNLL, lse-float64(row[win[w.First+r+1]]))
+			}
+			if ex, ok := ref.(exactRows); ok {
+				// A logits file: its rows are rounded, its NLL and argmax not.
+				nll, arg := ex.ExactRows()
+				if len(nll) != n || len(arg) != n {
+					return nil, fmt.Errorf("reference: window at token %d: %d exact rows, want %d", w.Start, len(nll), n)
+				}
+				copy(refNLL[len(refNLL)-n:], nll)
+				copy(refArg, arg)
 			}
 		}
 		for mi, m := range models {

@@ -143,3 +143,7 @@ func Tokenizer(res func(string) ([]byte, bool), what string) (*tokenizer.Tokeniz
 	}
 	return tok, tj, nil
 }
+
+// DirectorySHA256 is the artifact's checked metadata.directory_sha256 (""
+// for an artifact written before the digest existed).
+func (m *Model) DirectorySHA256() string { return m.w.File().DirectorySHA256 }

@@ -19,6 +19,7 @@ import (
 	"github.com/ninfer/ninfer/pkg/format"
 	"github.com/ninfer/ninfer/pkg/progress"
 	"github.com/ninfer/ninfer/pkg/qwen35"
+	"github.com/ninfer/ninfer/pkg/termsafe"
 )
 
 // Summary is the machine-readable description of an artifact.
@@ -185,7 +186,8 @@ func WriteText(w io.Writer, s Summary, objects bool) error {
 		kv = append(kv, [2]string{"directory sha256", d})
 	}
 	for _, p := range kv {
-		if _, err := fmt.Fprintf(w, "%-18s %s\n", p[0]+":", p[1]); err != nil {
+		// The name, path and recipe come from the file: shown inert.
+		if _, err := fmt.Fprintf(w, "%-18s %s\n", p[0]+":", termsafe.Escape(p[1])); err != nil {
 			return err
 		}
 	}
@@ -204,7 +206,7 @@ func WriteText(w io.Writer, s Summary, objects bool) error {
 		if o.Kind == artifact.KindTensor {
 			shape = artifact.ShapeString(o.Shape)
 		}
-		if err := t.Append(o.ID, o.Kind, shape, o.Format, o.Layout, strconv.FormatInt(o.Offset, 10), strconv.FormatInt(o.Bytes, 10)); err != nil {
+		if err := t.Append(termsafe.Escape(o.ID), termsafe.Escape(o.Kind), shape, termsafe.Escape(o.Format), termsafe.Escape(o.Layout), strconv.FormatInt(o.Offset, 10), strconv.FormatInt(o.Bytes, 10)); err != nil {
 			return err
 		}
 	}
@@ -248,6 +250,10 @@ type VerifyReport struct {
 	// matched when the file was opened, so the hashes above cover the
 	// directory too; false for an artifact that records none.
 	DirectoryChecked bool `json:"directory_checked"`
+	// ArtifactIDChecked: the header's artifact_id equals the directory's
+	// metadata.artifact_id (so the digest covers it too); false for an
+	// artifact written before the id was recorded there.
+	ArtifactIDChecked bool `json:"artifact_id_checked"`
 }
 
 // Verify re-hashes every object that records a SHA-256 and checks every
@@ -256,7 +262,7 @@ type VerifyReport struct {
 // (digest, config against tensors) was checked when f was opened; the
 // report says whether a digest covered it.
 func Verify(f *artifact.File) (VerifyReport, error) {
-	r := VerifyReport{Objects: len(f.Objects), DirectoryChecked: f.DirectorySHA256 != ""}
+	r := VerifyReport{Objects: len(f.Objects), DirectoryChecked: f.DirectorySHA256 != "", ArtifactIDChecked: f.ArtifactIDChecked}
 	for i := range f.Objects {
 		o := &f.Objects[i]
 		ok, err := f.Verify(o)
@@ -277,6 +283,14 @@ func Verify(f *artifact.File) (VerifyReport, error) {
 			return r, fmt.Errorf("%s: object %q: %w", f.Path, o.ID, err)
 		}
 		r.TensorsChecked++
+	}
+	if f.Version >= 3 {
+		if err := verifyFrontend(f); err != nil {
+			return r, err
+		}
+		if err := verifyDraftIDs(f); err != nil {
+			return r, err
+		}
 	}
 	return r, nil
 }
@@ -299,8 +313,11 @@ func VerifyFile(path string) (VerifyReport, error) {
 // metadata.directory_sha256).
 func VerifySummary(path string, vr VerifyReport) string {
 	counts := fmt.Sprintf("%d objects, %d hashes, %d tensors valid", vr.Objects, vr.HashesChecked, vr.TensorsChecked)
-	if vr.DirectoryChecked {
+	if vr.DirectoryChecked && vr.ArtifactIDChecked {
 		return fmt.Sprintf("verified %s: directory sha256, %s", path, counts)
+	}
+	if vr.DirectoryChecked {
+		return fmt.Sprintf("verified %s: directory sha256, %s; the header's artifact_id is NOT covered (no metadata.artifact_id: written before ninfer recorded one; convert again to cover it)", path, counts)
 	}
 	return fmt.Sprintf("verified %s: %s; the directory is NOT covered (no metadata.directory_sha256: written before ninfer recorded one; convert again to cover it)", path, counts)
 }

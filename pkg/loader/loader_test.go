@@ -106,7 +106,7 @@ func TestOpenWeightsChecksConfig(t *testing.T) {
 		NumAttentionHeads: 2, NumKeyValueHeads: 1, HeadDim: 32, LinearConvKernelDim: 4,
 		LinearKeyHeadDim: 16, LinearValueHeadDim: 16, LinearNumKeyHeads: 2, LinearNumValueHeads: 2,
 		LayerTypes: []string{qwen35.FullAttention}, RMSNormEps: 1e-6, RopeTheta: 1e7,
-		PartialRotaryFactor: 0.25, AttnOutputGate: true, TieWordEmbeddings: true,
+		PartialRotaryFactor: 0.25, AttnOutputGate: true, MaxPositionEmbeddings: 4096, TieWordEmbeddings: true,
 	}
 	p := artifact.NewPlan(artifact.Meta{Name: "tiny", Config: cfg})
 	for _, tn := range cfg.Tensors() {

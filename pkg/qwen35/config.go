@@ -135,6 +135,9 @@ func (c Config) Validate() error {
 	if c.MTPNumHiddenLayers < 0 || c.MTPNumHiddenLayers > MaxLayers {
 		return fmt.Errorf("config: mtp_num_hidden_layers must be in [0, %d], got %d", MaxLayers, c.MTPNumHiddenLayers)
 	}
+	if err := c.checkRanges(); err != nil {
+		return err
+	}
 	return c.checkSizes()
 }
 

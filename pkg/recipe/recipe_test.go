@@ -14,7 +14,7 @@ func cfg(layers, hidden, inter, vocab, nh, nkv, hd, nk, nv, dk, mtp int) qwen35.
 		VocabSize: vocab, HiddenSize: hidden, NumHiddenLayers: layers, IntermediateSize: inter,
 		NumAttentionHeads: nh, NumKeyValueHeads: nkv, HeadDim: hd, LinearConvKernelDim: 4,
 		LinearKeyHeadDim: dk, LinearValueHeadDim: dk, LinearNumKeyHeads: nk, LinearNumValueHeads: nv,
-		RMSNormEps: 1e-6, RopeTheta: 1e7, PartialRotaryFactor: 0.25, MTPNumHiddenLayers: mtp,
+		RMSNormEps: 1e-6, RopeTheta: 1e7, PartialRotaryFactor: 0.25, MTPNumHiddenLayers: mtp, MaxPositionEmbeddings: 262144,
 	}
 	for i := 0; i < layers; i++ {
 		t := qwen35.LinearAttention

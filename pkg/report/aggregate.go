@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ninfer/ninfer/pkg/benchfmt"
+	"github.com/ninfer/ninfer/pkg/termsafe"
 )
 
 // Metric names a per-rep series of a test; its document fields are
@@ -260,6 +261,9 @@ type runAcc struct {
 	runLoc  Loc
 	firstAt Loc
 	tests   map[int64]*testAcc
+	// warnings about single lines (reps with timings that no series can
+	// use), in input order, given before the run's own warnings
+	warnings []string
 }
 
 // Collector gathers stream lines (from one or more files) and aggregates
@@ -298,13 +302,13 @@ func (c *Collector) Add(loc Loc, l benchfmt.Line) error {
 	case l.Run != nil:
 		r := c.runFor(l.Run.RunID, loc)
 		if r.run != nil {
-			return fmt.Errorf("%s: second run line for run_id %q (first at %s)", loc, l.Run.RunID, r.runLoc)
+			return fmt.Errorf("%s: second run line for run_id %s (first at %s)", loc, termsafe.Quote(l.Run.RunID), r.runLoc)
 		}
 		r.run, r.runLoc = l.Run, loc
 	case l.Rep != nil:
 		x := l.Rep
 		if !benchfmt.ValidKind(x.Kind) {
-			return fmt.Errorf("%s: kind %q is not pp, tg or pp+tg", loc, x.Kind)
+			return fmt.Errorf("%s: kind %s is not pp, tg or pp+tg", loc, termsafe.Quote(x.Kind))
 		}
 		if x.TestIndex < 0 || x.RepIndex < 0 {
 			return fmt.Errorf("%s: negative test_index or rep_index", loc)
@@ -315,19 +319,23 @@ func (c *Collector) Add(loc Loc, l benchfmt.Line) error {
 			t.nDepth = x.NDepth
 			t.identLoc, t.hasIdent = loc, true
 		} else if t.label != x.Label || t.kind != x.Kind || t.nPrompt != x.NPrompt || t.nGen != x.NGen || t.request != x.RequestedOutputTokens {
-			return fmt.Errorf("%s: test %d of run %q is %s (%s, P=%d, G=%d) but %s says %s (%s, P=%d, G=%d)",
-				loc, x.TestIndex, x.RunID, shown(x.Label), x.Kind, x.NPrompt, x.NGen, t.identLoc, shown(t.label), t.kind, t.nPrompt, t.nGen)
+			return fmt.Errorf("%s: test %d of run %s is %s (%s, P=%d, G=%d) but %s says %s (%s, P=%d, G=%d)",
+				loc, x.TestIndex, termsafe.Quote(x.RunID), shown(x.Label), x.Kind, x.NPrompt, x.NGen, t.identLoc, shown(t.label), t.kind, t.nPrompt, t.nGen)
 		} else if t.nDepth != x.NDepth {
-			return fmt.Errorf("%s: test %d of run %q is %s at depth %d but %s says depth %d",
-				loc, x.TestIndex, x.RunID, shown(x.Label), x.NDepth, t.identLoc, t.nDepth)
+			return fmt.Errorf("%s: test %d of run %s is %s at depth %d but %s says depth %d",
+				loc, x.TestIndex, termsafe.Quote(x.RunID), shown(x.Label), x.NDepth, t.identLoc, t.nDepth)
 		}
 		if t.end != nil && t.end.Label != x.Label {
-			return fmt.Errorf("%s: rep label %q does not match test_end label %q at %s", loc, x.Label, t.end.Label, t.endLoc)
+			return fmt.Errorf("%s: rep label %s does not match test_end label %s at %s", loc, termsafe.Quote(x.Label), termsafe.Quote(t.end.Label), t.endLoc)
 		}
 		if prev, dup := t.reps[x.RepIndex]; dup {
-			return fmt.Errorf("%s: duplicate rep %d of test %d (%s) in run %q (first at %s)", loc, x.RepIndex, x.TestIndex, shown(x.Label), x.RunID, prev.loc)
+			return fmt.Errorf("%s: duplicate rep %d of test %d (%s) in run %s (first at %s)", loc, x.RepIndex, x.TestIndex, shown(x.Label), termsafe.Quote(x.RunID), prev.loc)
 		}
 		t.reps[x.RepIndex] = repAt{x.Rep, loc}
+		if w := badTimings(x.Kind, x.Rep.Timings); w != "" {
+			r := c.runs[x.RunID]
+			r.warnings = append(r.warnings, fmt.Sprintf("%s: rep %d of test %d (%s) in run %s has %s", loc, x.RepIndex, x.TestIndex, shown(x.Label), shown(x.RunID), w))
+		}
 	case l.TestEnd != nil:
 		x := l.TestEnd
 		if x.TestIndex < 0 {
@@ -335,10 +343,10 @@ func (c *Collector) Add(loc Loc, l benchfmt.Line) error {
 		}
 		t := c.runFor(x.RunID, loc).test(x.TestIndex)
 		if t.end != nil {
-			return fmt.Errorf("%s: duplicate test_end for test %d in run %q (first at %s)", loc, x.TestIndex, x.RunID, t.endLoc)
+			return fmt.Errorf("%s: duplicate test_end for test %d in run %s (first at %s)", loc, x.TestIndex, termsafe.Quote(x.RunID), t.endLoc)
 		}
 		if t.hasIdent && t.label != x.Label {
-			return fmt.Errorf("%s: test_end label %q does not match rep label %q at %s", loc, x.Label, t.label, t.identLoc)
+			return fmt.Errorf("%s: test_end label %s does not match rep label %s at %s", loc, termsafe.Quote(x.Label), termsafe.Quote(t.label), t.identLoc)
 		}
 		t.end, t.endLoc = x, loc
 	}
@@ -360,9 +368,9 @@ func (c *Collector) Runs() ([]Run, error) {
 
 func (r *runAcc) aggregate() (Run, error) {
 	if r.run == nil {
-		return Run{}, fmt.Errorf("run_id %q: no run line (first line of that run at %s)", r.id, r.firstAt)
+		return Run{}, fmt.Errorf("run_id %s: no run line (first line of that run at %s)", termsafe.Quote(r.id), r.firstAt)
 	}
-	run := Run{RunID: r.id, Source: r.runLoc.String()}
+	run := Run{RunID: r.id, Source: r.runLoc.String(), Warnings: append([]string(nil), r.warnings...)}
 	doc := benchfmt.NewDocument()
 	doc.Command = r.run.Command
 	doc.Environment = r.run.Environment

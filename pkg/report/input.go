@@ -10,6 +10,7 @@ import (
 
 	"github.com/ninfer/ninfer/pkg/benchfmt"
 	"github.com/ninfer/ninfer/pkg/cliutil"
+	"github.com/ninfer/ninfer/pkg/termsafe"
 )
 
 // Input is everything read from a set of files: aggregated runs (from
@@ -55,6 +56,7 @@ func ReadFiles(names []string, stdin io.Reader) (*Input, error) {
 				return nil, fmt.Errorf("%s: %w", display, err)
 			}
 			docs = append(docs, Run{RunID: display, Source: display, Document: doc})
+			in.Warnings = append(in.Warnings, documentTimingWarnings(display, &doc)...)
 			continue
 		}
 		warns, err := addLines(c, display, data)
@@ -71,6 +73,7 @@ func ReadFiles(names []string, stdin io.Reader) (*Input, error) {
 		in.Warnings = append(in.Warnings, r.Warnings...)
 	}
 	in.Runs = append(runs, docs...)
+	in.Warnings = append(in.Warnings, duplicateRunWarnings(in.Runs)...)
 	if len(in.Runs) == 0 {
 		shown := make([]string, len(names))
 		for i, n := range names {
@@ -136,7 +139,7 @@ func addLines(c *Collector, name string, raw []byte) (warnings []string, err err
 			return warnings, fmt.Errorf("%s: %w", loc, perr)
 		}
 		if l.Run == nil && l.Rep == nil && l.TestEnd == nil {
-			warnings = append(warnings, fmt.Sprintf("%s: skipped line of unknown type %q", loc, l.Type))
+			warnings = append(warnings, fmt.Sprintf("%s: skipped line of unknown type %s", loc, termsafe.Quote(l.Type)))
 			continue
 		}
 		if err := c.Add(loc, l); err != nil {
@@ -160,7 +163,7 @@ func (in *Input) Select(id string) ([]Run, error) {
 	for i, r := range in.Runs {
 		ids[i] = r.RunID
 	}
-	return nil, fmt.Errorf("no run %q in the input (runs: %v)", id, ids)
+	return nil, fmt.Errorf("no run %s in the input (runs: %v)", termsafe.Quote(id), ids)
 }
 
 // WriteFileAtomic writes data to path atomically (cliutil.WriteFileAtomic:
@@ -173,6 +176,10 @@ func WriteFileAtomic(path string, data []byte) error { return cliutil.WriteFileA
 func Load(names []string, stdin io.Reader, id string) ([]Run, []string, error) {
 	in, err := ReadFiles(names, stdin)
 	if err != nil {
+		if in != nil {
+			// e.g. "dropped unterminated last line" before "no run in f"
+			return nil, in.Warnings, err
+		}
 		return nil, nil, err
 	}
 	runs, err := in.Select(id)

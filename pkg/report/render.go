@@ -83,6 +83,7 @@ func acceptText(s benchfmt.Spec) string {
 // mdTable renders a markdown table with padded columns; right[i] aligns
 // column i to the right.
 func mdTable(header []string, right []bool, rows [][]string) []byte {
+	rows = escapeCells(rows) // names and labels from the input reach a terminal
 	width := make([]int, len(header))
 	for i, h := range header {
 		width[i] = max(3, utf8.RuneCountInString(h))
@@ -127,8 +128,13 @@ func mdTable(header []string, right []bool, rows [][]string) []byte {
 // sample stddev of the per-rep rates, accept as the test-level acceptance
 // rate and length.
 func RenderMarkdown(runs []Run) []byte {
-	header := []string{"model", "backend", "kv", "spec", "test", "t/s", "accept"}
-	right := []bool{false, false, false, false, true, true, true}
+	header := []string{"model", "recipe", "backend", "kv", "spec", "test", "t/s", "accept"}
+	right := []bool{false, false, false, false, false, true, true, true}
+	runLabel := runLabels(runs) // a run column only where runs would read alike
+	if runLabel != nil {
+		header = append(header[:1], append([]string{"run"}, header[1:]...)...)
+		right = append([]bool{false}, right...)
+	}
 	gain := hasSpecTiming(runs) // a gain column (and notes) only with an MTP breakdown
 	if gain {
 		header, right = append(header, "gain"), append(right, true)
@@ -136,7 +142,10 @@ func RenderMarkdown(runs []Run) []byte {
 	var rows [][]string
 	for i := range runs {
 		d := &runs[i].Document
-		base := []string{d.Load.Name, backendName(d), d.Config.KVCache, specName(&d.Config)}
+		base := []string{d.Load.Name, Recipe(d), backendName(d), d.Config.KVCache, specName(&d.Config)}
+		if runLabel != nil {
+			base = append(base[:1], append([]string{runLabel[i]}, base[1:]...)...)
+		}
 		var g string
 		row := func(test, ts, acc string) {
 			rows = append(rows, append(append([]string{}, base...), test, ts, acc))

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/ninfer/ninfer/pkg/termsafe"
 )
 
 // ParseIDs parses whitespace-separated non-negative decimal ids. Errors name
@@ -16,7 +18,7 @@ func ParseIDs(s string) ([]int32, error) {
 	for i, f := range fields {
 		v, err := strconv.ParseInt(f, 10, 32)
 		if err != nil || v < 0 {
-			return nil, fmt.Errorf("token %d: %q is not a non-negative decimal id", i+1, f)
+			return nil, fmt.Errorf("token %d: %s is not a non-negative decimal id", i+1, termsafe.Quote(f))
 		}
 		ids[i] = int32(v)
 	}

@@ -708,10 +708,7 @@ type NonFiniteError struct {
 }
 
 func (e *NonFiniteError) Error() string {
-	verify := fmt.Sprintf("weights may be corrupt: run ninfer-inspect --verify %s", e.Weights)
-	if e.Verified {
-		verify = "the artifact passed --verify (payloads intact, values valid), so the values overflow in the computation there"
-	}
+	verify := engine.NonFiniteHint(e.Weights, e.Verified, e.Diagnosis)
 	switch {
 	case e.DiagErr != nil:
 		return fmt.Sprintf("%s (re-running the %d tokens op by op to find the cause failed: %v; %s)", e.Msg, e.Tokens, e.DiagErr, verify)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/dlclark/regexp2"
+	"github.com/ninfer/ninfer/pkg/termsafe"
 )
 
 // gpt2Pattern is the regex the ByteLevel pre-tokenizer applies when its
@@ -92,7 +93,7 @@ func Load(tokenizerJSON []byte, tokenizerConfigJSON []byte) (*Tokenizer, error) 
 	added := make([]addedToken, 0, len(f.AddedTokens))
 	for i, a := range f.AddedTokens {
 		if a.ID == nil {
-			return nil, fmt.Errorf("tokenizer.json: added_tokens[%d] (%q): missing id", i, a.Content)
+			return nil, fmt.Errorf("tokenizer.json: added_tokens[%d] (%s): missing id", i, termsafe.Quote(a.Content))
 		}
 		at, err := a.toAdded(*a.ID)
 		if err == nil {
@@ -121,7 +122,7 @@ func Load(tokenizerJSON []byte, tokenizerConfigJSON []byte) (*Tokenizer, error) 
 		for _, k := range keys {
 			id, err := strconv.ParseInt(k, 10, 32)
 			if err != nil {
-				return nil, fmt.Errorf("tokenizer_config.json: added_tokens_decoder key %q is not an id", k)
+				return nil, fmt.Errorf("tokenizer_config.json: added_tokens_decoder key %s is not an id", termsafe.Quote(k))
 			}
 			at, err := cfg.AddedTokensDecoder[k].toAdded(id)
 			if err == nil {
@@ -132,7 +133,7 @@ func Load(tokenizerJSON []byte, tokenizerConfigJSON []byte) (*Tokenizer, error) 
 			}
 			if i, ok := byID[at.ID]; ok {
 				if added[i].Content != at.Content {
-					return nil, fmt.Errorf("tokenizer_config.json: added_tokens_decoder[%s] is %q but tokenizer.json has %q for that id", k, at.Content, added[i].Content)
+					return nil, fmt.Errorf("tokenizer_config.json: added_tokens_decoder[%s] is %s but tokenizer.json has %s for that id", k, termsafe.Quote(at.Content), termsafe.Quote(added[i].Content))
 				}
 				continue
 			}
@@ -150,7 +151,7 @@ func Load(tokenizerJSON []byte, tokenizerConfigJSON []byte) (*Tokenizer, error) 
 		}
 		id, ok := t.TokenID(name)
 		if !ok {
-			return nil, fmt.Errorf("tokenizer_config.json: eos_token %q is not in the vocabulary", name)
+			return nil, fmt.Errorf("tokenizer_config.json: eos_token %s is not in the vocabulary", termsafe.Quote(name))
 		}
 		t.eos = []int32{id}
 	}
@@ -175,7 +176,7 @@ func tokenContent(raw json.RawMessage) (string, error) {
 
 func (a addedTokenJSON) toAdded(id int64) (addedToken, error) {
 	if id < 0 || id > maxID {
-		return addedToken{}, fmt.Errorf("token %q: id %d out of range", a.Content, id)
+		return addedToken{}, fmt.Errorf("token %s: id %d out of range", termsafe.Quote(a.Content), id)
 	}
 	if a.Content == "" {
 		return addedToken{}, fmt.Errorf("token id %d: empty content", id)
@@ -201,7 +202,7 @@ func checkIDSpan(id int64, n int) error {
 
 func (t *Tokenizer) loadModel(m *modelJSON) error {
 	if m.Type != "BPE" {
-		return fmt.Errorf("type %q is not supported (want BPE)", m.Type)
+		return fmt.Errorf("type %s is not supported (want BPE)", termsafe.Quote(m.Type))
 	}
 	if m.Dropout != nil && *m.Dropout != 0 {
 		return fmt.Errorf("dropout %v is not supported", *m.Dropout)
@@ -210,10 +211,10 @@ func (t *Tokenizer) loadModel(m *modelJSON) error {
 		return fmt.Errorf("byte_fallback=true is not supported")
 	}
 	if m.ContinuingSubwordPrefix != nil && *m.ContinuingSubwordPrefix != "" {
-		return fmt.Errorf("continuing_subword_prefix %q is not supported", *m.ContinuingSubwordPrefix)
+		return fmt.Errorf("continuing_subword_prefix %s is not supported", termsafe.Quote(*m.ContinuingSubwordPrefix))
 	}
 	if m.EndOfWordSuffix != nil && *m.EndOfWordSuffix != "" {
-		return fmt.Errorf("end_of_word_suffix %q is not supported", *m.EndOfWordSuffix)
+		return fmt.Errorf("end_of_word_suffix %s is not supported", termsafe.Quote(*m.EndOfWordSuffix))
 	}
 	if len(m.Vocab) == 0 {
 		return fmt.Errorf("empty vocab")
@@ -258,15 +259,15 @@ func (t *Tokenizer) loadModel(m *modelJSON) error {
 		}
 		ida, ok := t.vocab[a]
 		if !ok {
-			return fmt.Errorf("merges[%d]: %q is not in the vocab", rank, a)
+			return fmt.Errorf("merges[%d]: %s is not in the vocab", rank, termsafe.Quote(a))
 		}
 		idb, ok := t.vocab[b]
 		if !ok {
-			return fmt.Errorf("merges[%d]: %q is not in the vocab", rank, b)
+			return fmt.Errorf("merges[%d]: %s is not in the vocab", rank, termsafe.Quote(b))
 		}
 		idm, ok := t.vocab[a+b]
 		if !ok {
-			return fmt.Errorf("merges[%d]: merged token %q is not in the vocab", rank, a+b)
+			return fmt.Errorf("merges[%d]: merged token %s is not in the vocab", rank, termsafe.Quote(a+b))
 		}
 		key := pairKey(ida, idb)
 		if _, dup := t.merges[key]; dup {
@@ -288,14 +289,14 @@ func vocabError(vocab map[string]int64) error {
 	sort.Strings(keys)
 	for _, s := range keys {
 		if id := vocab[s]; id < 0 || id > maxID {
-			return fmt.Errorf("vocab entry %q: id %d out of range", s, id)
+			return fmt.Errorf("vocab entry %s: id %d out of range", termsafe.Quote(s), id)
 		}
 	}
 	first := make(map[int64]string, len(keys))
 	for _, s := range keys {
 		id := vocab[s]
 		if prev, dup := first[id]; dup {
-			return fmt.Errorf("vocab: id %d is used by both %q and %q", id, prev, s)
+			return fmt.Errorf("vocab: id %d is used by both %s and %s", id, termsafe.Quote(prev), termsafe.Quote(s))
 		}
 		first[id] = s
 	}
@@ -320,7 +321,7 @@ func parseMerge(raw json.RawMessage) (string, string, error) {
 		}
 		parts := strings.Split(s, " ")
 		if len(parts) != 2 || parts[0] == "" || parts[1] == "" {
-			return "", "", fmt.Errorf("merge %q is not two space-separated tokens", s)
+			return "", "", fmt.Errorf("merge %s is not two space-separated tokens", termsafe.Quote(s))
 		}
 		return parts[0], parts[1], nil
 	}
@@ -357,7 +358,7 @@ func (t *Tokenizer) loadNormalizer(raw json.RawMessage) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("type %q is not supported (want NFC or a Sequence of NFC)", n.Type)
+	return fmt.Errorf("type %s is not supported (want NFC or a Sequence of NFC)", termsafe.Quote(n.Type))
 }
 
 type splitJSON struct {
@@ -421,12 +422,12 @@ func (t *Tokenizer) addPreTokenizer(raw json.RawMessage) error {
 		case "Removed":
 			removed = true
 		default:
-			return fmt.Errorf("Split behavior %q is not supported (want Isolated or Removed)", p.Behavior)
+			return fmt.Errorf("Split behavior %s is not supported (want Isolated or Removed)", termsafe.Quote(p.Behavior))
 		}
 		re, err := regexp2.Compile(pattern, regexp2.None|regexp2.Unicode)
 		if err != nil {
 			// regexp2 ends its message with the raw pattern, shown quoted here
-			return fmt.Errorf("Split pattern %q: %s", pattern, strings.TrimSuffix(err.Error(), " in `"+pattern+"`"))
+			return fmt.Errorf("Split pattern %s: %s", termsafe.Quote(pattern), strings.TrimSuffix(err.Error(), " in `"+pattern+"`"))
 		}
 		t.steps = append(t.steps, preStep{re: re, removed: removed, fast: fastKindOf(pattern)})
 		return nil
@@ -444,7 +445,7 @@ func (t *Tokenizer) addPreTokenizer(raw json.RawMessage) error {
 		t.byteLevel = true
 		return nil
 	}
-	return fmt.Errorf("type %q is not supported (want Split, ByteLevel or Sequence)", p.Type)
+	return fmt.Errorf("type %s is not supported (want Split, ByteLevel or Sequence)", termsafe.Quote(p.Type))
 }
 
 func checkDecoder(raw json.RawMessage) error {
@@ -456,7 +457,7 @@ func checkDecoder(raw json.RawMessage) error {
 		return err
 	}
 	if d.Type != "ByteLevel" {
-		return fmt.Errorf("type %q is not supported (want ByteLevel)", d.Type)
+		return fmt.Errorf("type %s is not supported (want ByteLevel)", termsafe.Quote(d.Type))
 	}
 	return nil
 }

@@ -13,10 +13,8 @@ import (
 	"fmt"
 	"image/color"
 	"math"
-	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 
 	xfont "golang.org/x/image/font"
 	"gonum.org/v1/plot"
@@ -87,40 +85,9 @@ func Render(format string, runs []report.Run) ([]byte, error) {
 	return draw2(format, title, panels)
 }
 
-// Recipe names the weight formats of a run: the recipe name when the
-// artifact's file name contains a known one (shakespeare-q8.ninfer → q8),
-// else the quantized formats of load.formats (the document does not record
-// the recipe itself), e.g. q8_g32_fp16.
-func Recipe(d *benchfmt.Document) string {
-	stem := strings.TrimSuffix(filepath.Base(d.Artifact.Path), filepath.Ext(d.Artifact.Path))
-	// Longest first: groupwise-int before int8-like prefixes.
-	known := append([]string(nil), knownRecipes...)
-	sort.Slice(known, func(i, j int) bool { return len(known[i]) > len(known[j]) })
-	for _, r := range known {
-		if stem == r || strings.HasSuffix(stem, "-"+r) || strings.HasSuffix(stem, "_"+r) {
-			return r
-		}
-	}
-	var q []string
-	for _, f := range d.Load.Formats {
-		switch f {
-		case "bf16", "f16", "fp16", "fp32", "f32", "int32":
-		default:
-			q = append(q, f)
-		}
-	}
-	if len(q) == 0 {
-		if len(d.Load.Formats) > 0 {
-			return d.Load.Formats[0]
-		}
-		return "?"
-	}
-	return strings.Join(q, "+")
-}
-
-// knownRecipes are the names ninfer-convert --recipe takes (pkg/recipe;
-// listed here so that the chart does not link the converter's tables).
-var knownRecipes = []string{"groupwise-int", "q8", "q4", "q5", "fp8", "nvfp4", "bf16", "fp32", "native", "nativeq8"}
+// Recipe names the weight formats of a run (report.Recipe): the recipe
+// name from the artifact's file name, else the quantized load.formats.
+func Recipe(d *benchfmt.Document) string { return report.Recipe(d) }
 
 // specText is the run's speculative setting: "no spec" or "mtp k=2".
 func specText(c *benchfmt.Config) string {
