@@ -9,6 +9,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ninfer/ninfer/internal/testfixture"
 )
@@ -98,5 +99,55 @@ func TestConvertOutputNotInput(t *testing.T) {
 	}
 	if after, err := os.Stat(weights); err != nil || !os.SameFile(before, after) || after.Size() != before.Size() {
 		t.Errorf("the input was replaced")
+	}
+}
+
+// Every file of HF_DIR is an input: a named pipe there (config.json) used
+// to block the conversion forever, and tokenizer.json linked to a device
+// was skipped as missing, the artifact written without its tokenizer. Both
+// are refused up front, as are HF_DIR naming a file and a negative
+// --draft-head given with its corpus (which was told "go together").
+func TestConvertHFDirEntries(t *testing.T) {
+	corpus := filepath.Join(t.TempDir(), "c.ids")
+	os.WriteFile(corpus, []byte("1 2 3\n"), 0o644)
+	fifoDir := testfixture.HFDir(t, nil)
+	cfg := filepath.Join(fifoDir, "config.json")
+	os.Remove(cfg)
+	if err := syscall.Mkfifo(cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	devDir := testfixture.HFDir(t, nil)
+	tok := filepath.Join(devDir, "tokenizer.json")
+	os.Remove(tok)
+	if err := os.Symlink("/dev/zero", tok); err != nil {
+		t.Fatal(err)
+	}
+	plain := testfixture.HFDir(t, nil)
+	file := filepath.Join(plain, "config.json")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--recipe", "q8", fifoDir}, cfg + ": not a regular file (a named pipe)"},
+		{[]string{"--recipe", "q8", devDir}, tok + ": not a regular file (a character device)"},
+		{[]string{"--recipe", "q8", file}, file + ": not a directory (want the Hugging Face model directory HF_DIR)"},
+		{[]string{"--recipe", "q8", "--draft-head", "-4", "--draft-corpus", corpus, plain}, "--draft-head must be positive, got -4"},
+	} {
+		out := filepath.Join(t.TempDir(), "m.ninfer")
+		done := make(chan struct{})
+		var code int
+		var errs string
+		go func() { code, _, errs = runConvert(append(tc.args, out)...); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%v: still running after 20 s (blocked on a pipe?)", tc.args)
+		}
+		if code != 2 || errs != "ninfer-convert: "+tc.want+"\n" {
+			t.Errorf("%v: exit %d stderr %q, want 2 and %q", tc.args, code, errs, tc.want)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("%v: wrote %s", tc.args, out)
+		}
 	}
 }

@@ -100,11 +100,14 @@ func convertAction(c *cli.Context) error {
 	if err := checkModelName(c.String("name"), src); err != nil {
 		return err
 	}
+	if c.Int("draft-head") < 0 {
+		return cliutil.Usagef("--draft-head must be positive, got %d", c.Int("draft-head"))
+	}
 	if (c.Int("draft-head") > 0) != (c.String("draft-corpus") != "") {
 		return cliutil.Usagef("--draft-head and --draft-corpus go together")
 	}
-	if c.Int("draft-head") < 0 {
-		return cliutil.Usagef("--draft-head must be positive, got %d", c.Int("draft-head"))
+	if fi, err := os.Stat(src); err == nil && !fi.IsDir() {
+		return cliutil.Usagef("%s: not a directory (want the Hugging Face model directory HF_DIR)", src)
 	}
 	if cliutil.EndsInSeparator(dst) {
 		return cliutil.Usagef("%s: ends in %q, a directory path (want the OUT.ninfer file path)", dst, string(os.PathSeparator))
@@ -115,12 +118,12 @@ func convertAction(c *cli.Context) error {
 	if fi, err := os.Lstat(dst); err == nil {
 		switch {
 		case fi.IsDir():
-			return fmt.Errorf("%s is a directory (want the OUT.ninfer file path)", dst)
+			return cliutil.Usagef("%s is a directory (want the OUT.ninfer file path)", dst)
 		case !fi.Mode().IsRegular():
 			// The output is renamed into place: over a device such as
 			// /dev/null or a link such as /dev/stdout that would replace
 			// the node itself.
-			return fmt.Errorf("%s is not a regular file (the output is renamed into place; give a file path)", dst)
+			return cliutil.Usagef("%s is not a regular file (the output is renamed into place; give a file path)", dst)
 		case !c.Bool("force"):
 			return fmt.Errorf("%s exists (use --force to overwrite)", dst)
 		}
@@ -197,13 +200,24 @@ func draftHead(src, corpusPath string, n int, stderr io.Writer) (*convert.DraftH
 
 // convertInputs are the files a conversion reads: the regular files of
 // HF_DIR (config, safetensors, tokenizer) and the --draft-corpus.
+//
+// Every entry but a directory is listed, so that CheckIO refuses a named
+// pipe (config.json as a FIFO blocked the conversion forever) or a link to
+// a device (tokenizer.json -> /dev/zero was skipped as missing, and the
+// artifact silently lost its tokenizer); links to regular files, as in the
+// Hugging Face cache, pass.
 func convertInputs(src, draftCorpus string) []string {
 	var in []string
 	if ents, err := os.ReadDir(src); err == nil {
 		for _, e := range ents {
-			if e.Type().IsRegular() {
-				in = append(in, filepath.Join(src, e.Name()))
+			p := filepath.Join(src, e.Name())
+			if e.IsDir() {
+				continue
 			}
+			if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+				continue // a link to a directory
+			}
+			in = append(in, p)
 		}
 	}
 	return append(in, draftCorpus)

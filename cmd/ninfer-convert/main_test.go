@@ -113,19 +113,19 @@ func TestConvertUsageErrors(t *testing.T) {
 	}
 }
 
-// TestConvertOutputPaths: a directory as OUT is refused up front (even with
-// --force), and missing parents are created like every --output-file.
+// TestConvertOutputPaths: a directory as OUT is a usage error up front
+// (exit 2, like every tool's output path; even with --force), and missing parents are created like every --output-file.
 func TestConvertOutputPaths(t *testing.T) {
 	src := testfixture.HFDir(t, nil)
 	dir := t.TempDir()
 	for _, args := range [][]string{{"--recipe", "q8", src, dir}, {"--force", "--recipe", "q8", src, dir}} {
 		code, _, errs := runConvert(args...)
-		if code != 1 || errs != "ninfer-convert: "+dir+" is a directory (want the OUT.ninfer file path)\n" {
+		if code != 2 || errs != "ninfer-convert: "+dir+" is a directory (want the OUT.ninfer file path)\n" {
 			t.Errorf("%v: exit %d stderr %q", args, code, errs)
 		}
 	}
 	// A device is refused even with --force: the rename would replace it.
-	if code, _, errs := runConvert("--force", "--recipe", "q8", src, os.DevNull); code != 1 ||
+	if code, _, errs := runConvert("--force", "--recipe", "q8", src, os.DevNull); code != 2 ||
 		errs != "ninfer-convert: "+os.DevNull+" is not a regular file (the output is renamed into place; give a file path)\n" {
 		t.Errorf("--force onto %s: exit %d stderr %q", os.DevNull, code, errs)
 	}
@@ -136,7 +136,7 @@ func TestConvertOutputPaths(t *testing.T) {
 	if err := os.Symlink(filepath.Join(dir, "elsewhere.ninfer"), link); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, errs := runConvert("--force", "--recipe", "q8", src, link); code != 1 || !strings.Contains(errs, link+" is not a regular file") {
+	if code, _, errs := runConvert("--force", "--recipe", "q8", src, link); code != 2 || !strings.Contains(errs, link+" is not a regular file") {
 		t.Errorf("--force onto a symlink: exit %d stderr %q", code, errs)
 	}
 	// A path ending in "/" names a directory: refused before anything is

@@ -179,7 +179,10 @@ func parse(c *cli.Context) (options, error) {
 	if err := cliutil.CheckOutputFile("--save-logits", o.saveLogits, ""); err != nil {
 		return o, err
 	}
-	if err := cliutil.CheckOutputNotInput("--save-logits", o.saveLogits, append(inputs, o.out)...); err != nil {
+	if err := cliutil.CheckOutputNotInput("--save-logits", o.saveLogits, inputs...); err != nil {
+		return o, err
+	}
+	if err := cliutil.CheckOutputsDiffer("--output-file", o.out, "--save-logits", o.saveLogits); err != nil {
 		return o, err
 	}
 	return o, cliutil.CheckIO("--output-file", o.out, inputs...)

@@ -140,6 +140,8 @@ func TestSaveLogits(t *testing.T) {
 		{"truncated", base("--weights", q8, "--reference", trunc, "--corpus", c), 1, "truncated"},
 		{"two models", base("--weights", q8, "--weights", fp32, "--save-logits", filepath.Join(dir, "x"), "--corpus", c), 2, "give one --weights"},
 		{"over input", base("--weights", q8, "--save-logits", c, "--corpus", c), 2, "is the input"},
+		// Two outputs naming one new file: the second write replaced the first.
+		{"same as --output-file", base("--weights", q8, "--output-file", filepath.Join(dir, "o.out"), "--save-logits", filepath.Join(dir, ".", "o.out"), "--corpus", c), 2, "is also --output-file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := runCmd(t, context.Background(), tc.args...)

@@ -216,7 +216,7 @@ func options(c *cli.Context, stderr io.Writer) (o plan.Options, err error) {
 		s := c.String(flag)
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || n < 1 {
-			return 0, cliutil.Usagef("invalid %s: %s", flag, s)
+			return 0, cliutil.Usagef("--%s %s: want a positive integer", flag, s)
 		}
 		return n, nil
 	}

@@ -147,7 +147,11 @@ func reportAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) err
 	if err := cliutil.CheckOutputFile("--output-file", c.String("output-file"), "--format %s"); err != nil {
 		return err
 	}
-	if err := cliutil.CheckIO("--output-file", c.String("output-file"), append([]string{c.String("check")}, files...)...); err != nil {
+	inputs := append([]string{c.String("check")}, files...)
+	if len(files) == 0 && c.String("check") == "" {
+		inputs = append(inputs, "-") // standard input is read
+	}
+	if err := cliutil.CheckIO("--output-file", c.String("output-file"), inputs...); err != nil {
 		return err
 	}
 	if err := checkPictureOutput(format, c.String("output-file"), stdout); err != nil {
@@ -185,7 +189,7 @@ func checkAction(path string, stdin io.Reader, stdout, stderr io.Writer, quiet b
 			return cliutil.Usagef("--check -: standard input is a terminal (pipe the document in)")
 		}
 		path = "<stdin>"
-		data, err = io.ReadAll(stdin)
+		data, err = cliutil.ReadAllLimit(stdin, "<stdin>", cliutil.MaxInputBytes)
 	} else {
 		data, err = os.ReadFile(path)
 	}
@@ -232,6 +236,15 @@ func oneRun(path, id string, stdin io.Reader, stderr io.Writer) (report.Run, err
 }
 
 func compareAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) error {
+	// "ninfer-report -o x compare A B": the flags before "compare" are the
+	// report's, which compare never reads (the output went to stdout).
+	if lin := c.Lineage(); len(lin) > 1 && lin[1] != nil {
+		for _, f := range lin[1].App.Flags {
+			if n := f.Names()[0]; lin[1].IsSet(n) {
+				return cliutil.Usagef("--%s before \"compare\": compare's flags go after it (%s compare [--format md|csv] [--output-file PATH] A B)", n, name)
+			}
+		}
+	}
 	files, err := fileArgs(c)
 	if err != nil {
 		return err

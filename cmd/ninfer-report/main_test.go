@@ -81,6 +81,8 @@ func TestExitCodes(t *testing.T) {
 		{"compare one arg", []string{"compare", seedPath}, 2, "compare needs exactly two inputs", ""},
 		{"compare unknown flag", []string{"compare", "--x", seedPath, seedPath}, 2, "flag provided but not defined", ""},
 		{"compare bad format", []string{"compare", "-f", "json", seedPath, seedPath}, 2, `compare --format "json"`, ""},
+		{"report flag before compare", []string{"-o", "x.md", "compare", seedPath, seedPath}, 2, `--output-file before "compare": compare's flags go after it`, ""},
+		{"report format before compare", []string{"--format", "csv", "compare", seedPath, seedPath}, 2, `--format before "compare"`, ""},
 		{"missing file", []string{filepath.Join(dir, "nope.jsonl")}, 1, "nope.jsonl: no such file", ""},
 		{"malformed line", []string{bad}, 1, "bad.jsonl:2: not valid JSON", ""},
 		{"unknown run", []string{"--run", "zz", stream}, 1, `no run "zz"`, ""},
@@ -212,5 +214,36 @@ func TestCompareNothingInCommon(t *testing.T) {
 	code, out, errOut := runCLI("", "compare", seedPath, other)
 	if code != 1 || out != "" || !strings.Contains(errOut, "ninfer-report: "+seedPath+" and "+other+" have no test in common") {
 		t.Fatalf("exit %d stdout %q stderr %q", code, out, errOut)
+	}
+}
+
+// Standard input redirected from a file is an input: "-o r.jsonl < r.jsonl"
+// (with "-", with no file at all, or as --check -) is refused and leaves
+// the file as it was; it used to be replaced by the report.
+func TestOutputIsRedirectedStdin(t *testing.T) {
+	stream := seedStream(t, "r1")
+	want, err := os.ReadFile(stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"-o", stream, "-"},
+		{"-o", stream},
+		{"--check", "-", "-o", stream},
+		{"compare", "-o", stream, "-", seedPath},
+	} {
+		f, err := os.Open(stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		saved := os.Stdin
+		os.Stdin = f
+		var o, e bytes.Buffer
+		code := run(append([]string{"ninfer-report"}, args...), f, &o, &e)
+		os.Stdin = saved
+		f.Close()
+		if got, _ := os.ReadFile(stream); code != 2 || !strings.Contains(e.String(), "is the input standard input") || !bytes.Equal(got, want) {
+			t.Errorf("%q: exit %d, stderr %q, file changed: %v", args, code, e.String(), !bytes.Equal(got, want))
+		}
 	}
 }

@@ -264,7 +264,11 @@ func options(c *cli.Context, stderr io.Writer) (runner.Options, error) {
 		}
 		return o, cliutil.Usagef("%s", msg)
 	}
-	return o, cliutil.CheckIO("--output-file", c.String("output-file"), o.Weights, c.String("prompt-file"))
+	promptIn := c.String("prompt-file")
+	if !c.IsSet("prompt") && !c.IsSet("prompt-file") {
+		promptIn = "-" // prompts are read from standard input
+	}
+	return o, cliutil.CheckIO("--output-file", c.String("output-file"), o.Weights, promptIn)
 }
 
 // source yields prompts until io.EOF.

@@ -85,9 +85,12 @@ directory removed).
 Examples:
    ` + name + ` /tmp/tiny
    ` + name + ` --seed 7 --layers 8 --dtype f32 /tmp/tiny8
-   ` + name + ` --multimodal --shards 3 --tied --force /tmp/tiny-mm`,
+   ` + name + ` --multimodal --shards 3 --tied --force /tmp/tiny-mm
+   ` + name + ` --shape qwen3.5-0.8b /tmp/q35-08b          # real 0.8B shape, random weights
+   ` + name + ` --shape qwen3.5-9b --layers 4 /tmp/q35-9b-l4  # 9B widths, 4 layers`,
 		Flags: []cli.Flag{
 			&cli.Uint64Flag{Name: "seed", Value: d.Seed, Usage: "PRNG `SEED`"},
+			&cli.StringFlag{Name: "shape", Usage: "real Qwen3.5 `SHAPE` preset: " + strings.Join(testmodel.ShapeNames(), ", ") + " (size flags given override it)"},
 			&cli.IntFlag{Name: "layers", Value: d.Layers, Usage: "`N` decoder layers (every 4th is full attention)"},
 			&cli.IntFlag{Name: "hidden", Value: d.Hidden, Usage: "hidden `SIZE`"},
 			&cli.IntFlag{Name: "intermediate", Value: d.Intermediate, Usage: "MLP intermediate `SIZE`"},
@@ -113,6 +116,12 @@ Examples:
 			o.Seed, o.Layers, o.Hidden = c.Uint64("seed"), c.Int("layers"), c.Int("hidden")
 			o.Intermediate, o.Vocab, o.MTPLayers = c.Int("intermediate"), c.Int("vocab"), c.Int("mtp-layers")
 			o.Tied, o.Multimodal, o.DType, o.Shards = c.Bool("tied"), c.Bool("multimodal"), c.String("dtype"), c.Int("shards")
+			if c.IsSet("shape") {
+				var err error
+				if o, err = applyShape(c, o); err != nil {
+					return err
+				}
+			}
 			if err := o.Validate(); err != nil {
 				return cliutil.UsageError{Err: noPrefix(err)}
 			}

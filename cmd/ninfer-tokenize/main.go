@@ -153,7 +153,11 @@ func checkUsage(c *cli.Context) error {
 	if tokJSON != "" {
 		tokConfig = filepath.Join(filepath.Dir(tokJSON), "tokenizer_config.json")
 	}
-	return cliutil.CheckIO("--output-file", c.String("output-file"), c.String("weights"), tokJSON, tokConfig, c.Args().First())
+	in := c.Args().First()
+	if in == "" {
+		in = "-" // standard input is read
+	}
+	return cliutil.CheckIO("--output-file", c.String("output-file"), c.String("weights"), tokJSON, tokConfig, in)
 }
 
 // errStopped: a stopping signal arrived.

@@ -1,6 +1,8 @@
 package cliutil
 
 import (
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -60,8 +62,10 @@ func CheckRegularFiles(paths ...string) error {
 // replace the input (a usage error naming both paths: "--output-file
 // m.ninfer: is the input m.ninfer (an output never replaces an input)").
 // flag is the output's flag as typed ("--output-file", "-o") or "" for a
-// positional output. Inputs "" and "-" are skipped; so is an output that
-// does not exist yet.
+// positional output. Input "" is skipped; input "-" is standard input,
+// compared when it is a regular file ("< m.jsonl", whose name the tool never
+// sees: the message names it "standard input"). An output that does not
+// exist yet is skipped.
 func CheckOutputNotInput(flag, out string, inputs ...string) error {
 	if out == "" || out == "-" {
 		return nil
@@ -71,10 +75,15 @@ func CheckOutputNotInput(flag, out string, inputs ...string) error {
 		return nil
 	}
 	for _, in := range inputs {
-		if in == "" || in == "-" {
+		if in == "" {
 			continue
 		}
-		for _, ii := range statBoth(in) {
+		infos := statBoth(in)
+		if in == "-" {
+			infos = stdinInfo()
+			in = "standard input"
+		}
+		for _, ii := range infos {
 			for _, oi := range outs {
 				if os.SameFile(ii, oi) {
 					what := out
@@ -100,6 +109,58 @@ func outputInfos(out string) []fs.FileInfo {
 	return infos
 }
 
+// stdinInfo is the file standard input reads when it is a regular file
+// (a redirection "< FILE"); a terminal or pipe cannot be replaced.
+func stdinInfo() []fs.FileInfo {
+	if os.Stdin == nil {
+		return nil
+	}
+	fi, err := os.Stdin.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
+	return []fs.FileInfo{fi}
+}
+
+// CheckOutputsDiffer refuses two outputs of one run that name the same file
+// (by name, in another spelling, or through a link), whether or not it
+// exists yet: the second write would replace the first (a usage error
+// naming both: "--save-logits x: is also --output-file x (...)"). Each
+// output is given as flag, path; "" and "-" are skipped.
+func CheckOutputsDiffer(flagA, a, flagB, b string) error {
+	if a == "" || a == "-" || b == "" || b == "-" || !sameOutput(a, b) {
+		return nil
+	}
+	return Usagef("%s %s: is also %s %s (two outputs of one run must differ; choose another path)", flagB, b, flagA, a)
+}
+
+func sameOutput(a, b string) bool {
+	for _, ai := range outputInfos(a) {
+		for _, bi := range outputInfos(b) {
+			if os.SameFile(ai, bi) {
+				return true
+			}
+		}
+	}
+	ra, rb := resolvedName(a), resolvedName(b)
+	return ra != "" && ra == rb
+}
+
+// resolvedName is the absolute path out names, its parent directory's
+// links resolved (the file itself may not exist yet).
+func resolvedName(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		p = r
+	} else if dir, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+		p = filepath.Join(dir, filepath.Base(p))
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return ""
+	}
+	return abs
+}
+
 func statBoth(p string) []fs.FileInfo {
 	var out []fs.FileInfo
 	if fi, err := os.Stat(p); err == nil {
@@ -119,4 +180,22 @@ func CheckIO(outFlag, out string, inputs ...string) error {
 		return err
 	}
 	return CheckOutputNotInput(outFlag, out, inputs...)
+}
+
+// MaxInputBytes bounds what ReadAllLimit reads from standard input (1 GiB):
+// "< /dev/zero" or an endless pipe must fail, not grow until memory runs out.
+const MaxInputBytes = 1 << 30
+
+// ReadAllLimit reads r to the end like io.ReadAll, failing once more than
+// limit bytes arrive: "NAME: input larger than N bytes (read it from a
+// file)". name is how the message names the input ("<stdin>").
+func ReadAllLimit(r io.Reader, name string, limit int64) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s: input larger than %d bytes (the most a tool reads from standard input)", name, limit)
+	}
+	return data, nil
 }

@@ -108,3 +108,86 @@ func TestCheckIOFifo(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// Standard input redirected from a file ("< r.jsonl") is an input too: an
+// output naming that file, by any spelling, is refused
+// (it used to be truncated and rewritten by the run that read it).
+func TestCheckOutputNotInputStdin(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "r.jsonl")
+	os.WriteFile(in, []byte("{}\n"), 0o644)
+	f, err := os.Open(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	saved := os.Stdin
+	os.Stdin = f
+	defer func() { os.Stdin = saved }()
+	// (/dev/stdin names the process's descriptor 0, which os.Stdin here does
+	// not replace; the tools' tests cover it.)
+	for _, out := range []string{in, filepath.Join(dir, ".", "r.jsonl")} {
+		err := CheckOutputNotInput("--output-file", out, "-")
+		var ue UsageError
+		if err == nil || !errors.As(err, &ue) || err.Error() != "--output-file "+out+": is the input standard input (an output never replaces an input; choose another path)" {
+			t.Errorf("%s: got %v", out, err)
+		}
+	}
+	if err := CheckOutputNotInput("--output-file", filepath.Join(dir, "other.json"), "-"); err != nil {
+		t.Error(err)
+	}
+	// Without "-" among the inputs standard input is not read: no refusal.
+	if err := CheckOutputNotInput("--output-file", in); err != nil {
+		t.Error(err)
+	}
+}
+
+// Two outputs of one run naming one file, existing or not, in any
+// spelling or through a linked directory, are refused naming both.
+func TestCheckOutputsDiffer(t *testing.T) {
+	dir := t.TempDir()
+	link := filepath.Join(dir, "ln")
+	os.Symlink(dir, link)
+	a := filepath.Join(dir, "x.out")
+	for _, tc := range []struct {
+		b       string
+		refused bool
+	}{
+		{a, true},
+		{filepath.Join(dir, ".", "sub", "..", "x.out"), true},
+		{filepath.Join(link, "x.out"), true},
+		{filepath.Join(dir, "y.out"), false},
+		{"", false},
+		{"-", false},
+	} {
+		err := CheckOutputsDiffer("--output-file", a, "--save-logits", tc.b)
+		var ue UsageError
+		if tc.refused != (err != nil) || err != nil && (!errors.As(err, &ue) ||
+			err.Error() != "--save-logits "+tc.b+": is also --output-file "+a+" (two outputs of one run must differ; choose another path)") {
+			t.Errorf("%q: got %v", tc.b, err)
+		}
+	}
+	os.WriteFile(a, []byte("x"), 0o644)
+	hard := filepath.Join(dir, "hard.out")
+	os.Link(a, hard)
+	if err := CheckOutputsDiffer("--output-file", a, "--save-logits", hard); err == nil {
+		t.Error("hard link: not refused")
+	}
+}
+
+// Standard input is read with a bound: an endless source (< /dev/zero)
+// fails with one line instead of reading until memory runs out.
+func TestReadAllLimit(t *testing.T) {
+	if b, err := ReadAllLimit(strings.NewReader("abc"), "<stdin>", 3); err != nil || string(b) != "abc" {
+		t.Fatalf("got %q %v", b, err)
+	}
+	f, err := os.Open("/dev/zero")
+	if err != nil {
+		t.Skip(err)
+	}
+	defer f.Close()
+	_, err = ReadAllLimit(f, "<stdin>", 1<<20)
+	if err == nil || err.Error() != "<stdin>: input larger than 1048576 bytes (the most a tool reads from standard input)" {
+		t.Fatalf("got %v", err)
+	}
+}

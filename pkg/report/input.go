@@ -92,9 +92,9 @@ func readNamed(name string, stdin io.Reader) ([]byte, error) {
 		if stdin == nil {
 			return nil, fmt.Errorf("<stdin>: no standard input")
 		}
-		data, err := io.ReadAll(stdin)
+		data, err := cliutil.ReadAllLimit(stdin, "<stdin>", cliutil.MaxInputBytes)
 		if err != nil {
-			return nil, fmt.Errorf("read <stdin>: %w", err)
+			return nil, fmt.Errorf("read %w", err)
 		}
 		return data, nil
 	}
