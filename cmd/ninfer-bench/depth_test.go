@@ -41,8 +41,9 @@ func TestDepth(t *testing.T) {
 	}{
 		{[]string{"-d", "100", "-n", "4", "--max-ctx", "64"}, "--n-depth 100: tg4 @ d100 needs 105 tokens of context"},
 		{[]string{"-d", "1000000", "-n", "4"}, "above the model's max_position_embeddings"},
-		{[]string{"-d", "-1", "-n", "4"}, "n-depth must not be negative"},
-		{[]string{"-d", "x", "-n", "4"}, "invalid n-depth: x"},
+		{[]string{"-d", "-1", "-n", "4"}, "-d -1: out of range or not a number (want comma-separated integers in 0..2147483647)"},
+		{[]string{"-d", "x", "-n", "4"}, "-d x: out of range or not a number"},
+		{[]string{"--n-depth", "5,-2", "-n", "4"}, "--n-depth 5,-2: out of range or not a number"},
 	} {
 		code, out, stderr := runCmd(t, context.Background(), append(base, c.args...)...)
 		if code != 2 || out != "" || !strings.Contains(stderr, c.want) {

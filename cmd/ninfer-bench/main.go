@@ -231,7 +231,7 @@ func params(c *cli.Context) (bench.Params, error) {
 	for _, v := range c.Generic("n-depth").(*listValue).vals {
 		ds, err := bench.ParseDepthList(v)
 		if err != nil {
-			return p, cliutil.UsageError{Err: err}
+			return p, listError(c, "n-depth", v, err)
 		}
 		p.Depths = append(p.Depths, ds...)
 	}

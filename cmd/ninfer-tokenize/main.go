@@ -226,14 +226,14 @@ type tool struct {
 
 // lines converts the input line by line, flushing after each line.
 func (t *tool) lines(ctx context.Context, in io.Reader, decode bool) error {
-	r := bufio.NewReaderSize(in, 64<<10)
+	r := cliutil.NewLineReader(in, t.name, cliutil.MaxLineBytes)
 	for n := 1; ; n++ {
 		if ctx.Err() != nil {
 			return errStopped
 		}
-		line, err := r.ReadString('\n')
+		line, err := r.ReadLine(n)
 		if err != nil && err != io.EOF {
-			return fmt.Errorf("%s: %w", t.name, err)
+			return err
 		}
 		if line == "" && err == io.EOF {
 			return nil
@@ -275,9 +275,9 @@ func (t *tool) whole(ctx context.Context, in io.Reader, decode bool) error {
 		_, err := t.w.WriteString(t.tok.Decode(ids, !t.special))
 		return err
 	}
-	data, err := io.ReadAll(in)
+	data, err := cliutil.ReadAllLimit(in, t.name, cliutil.MaxInputBytes)
 	if err != nil {
-		return fmt.Errorf("%s: %w", t.name, err)
+		return err
 	}
 	if ctx.Err() != nil {
 		return errStopped

@@ -581,3 +581,122 @@ AVX2 void ni_q8_quantize_avx2(const float *x, int64_t k, int64_t kpad, int8_t *q
         _mm256_storeu_si256((__m256i *)(q + b0), p);
     }
 }
+
+/* ---- int8 activations, AVX-512 VNNI, several weight rows per call ----
+ * nr ≤ NI_Q8R_ROWS weight rows (row r at base + r·bstride, high + r·hstride,
+ * scales + r·sstride) against nt ≤ NI_MT_TOKENS quantized token rows, the
+ * permuted activation layout for q4/q5/q6 and the plain one for q8 (64 codes
+ * per step: one q4/q5/q6 group or two q8 groups). The signed weight codes
+ * q = u − o are fed to dpbusd as the unsigned u = q + o (o = 8, 16, 32, 128
+ * for 4, 5, 6, 8 bits: a xor of the sign bit), the offset corrected exactly
+ * in int32 by starting each dot at −o·Σx (one dpbusd per token and step,
+ * shared by all rows): the per-lane integer dots are those of the
+ * single-row bodies above. Rows share the activation loads; the fp16 group
+ * scales are converted 16 at a time. Per (row, token): v = fl(cvt(p) · s_x),
+ * acc = fma(v, s_w, acc), one accumulator per (row, token) over the steps in
+ * order and a final 16-lane reduction, so a token's result does not depend
+ * on nr, nt or its position: T=1 and T≤16 agree bit for bit. */
+#define NI_Q8R_ROWS 4
+AVX512VNNIP static inline __attribute__((always_inline)) void q8r_vnni(const int bits, const int NR, const int NT,
+                                                                   const uint8_t *base, int64_t bstride,
+                                                                   const uint8_t *high, int64_t hstride,
+                                                                   const uint8_t *scales, int64_t sstride,
+                                                                   int64_t ngroups, const int8_t *xq, int64_t ldq,
+                                                                   const float *xe, int64_t lde, float *out) {
+    const int64_t hb = bits == 5 ? 8 : bits == 6 ? 16 : 0;
+    const int gps = bits == 8 ? 2 : 1; /* groups per step */
+    const __m512i m4 = _mm512_set1_epi8(0x0f), shv = _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4);
+    const __m512i ov = _mm512_set1_epi8((char)(bits == 8 ? 0x80 : 1 << (bits - 1)));
+    const __m512i ix = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    __m512 acc[NI_Q8R_ROWS][NI_MT_MAX];
+    for (int r = 0; r < NR; r++)
+        for (int j = 0; j < NT; j++) acc[r][j] = _mm512_setzero_ps();
+    for (int64_t g0 = 0; g0 < ngroups; g0 += 16) {
+        int64_t ng = ngroups - g0 < 16 ? ngroups - g0 : 16;
+        __mmask16 sm = (__mmask16)((1u << ng) - 1);
+        float swf[NI_Q8R_ROWS][16];
+        for (int r = 0; r < NR; r++)
+            _mm512_storeu_ps(swf[r], _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(sm, scales + r * sstride + 2 * g0)));
+        for (int64_t i = 0; i < ng; i += gps) {
+            int64_t g = g0 + i, s = g / gps;
+            __m512i xv[NI_MT_MAX], nc[NI_MT_MAX];
+            for (int j = 0; j < NT; j++) {
+                xv[j] = _mm512_loadu_si512((const void *)(xq + j * ldq + 64 * s));
+                nc[j] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), ov, xv[j]));
+            }
+            for (int r = 0; r < NR; r++) {
+                const uint8_t *bp = base + r * bstride;
+                __m512i wv;
+                __m512 sw;
+                if (bits == 8) {
+                    if (g + 1 < ngroups) wv = _mm512_loadu_si512((const void *)(bp + 32 * g));
+                    else wv = _mm512_maskz_loadu_epi8(0xffffffffull, bp + 32 * g);
+                    wv = _mm512_xor_si512(wv, ov);
+                    sw = _mm512_permutexvar_ps(
+                        ix, _mm512_castps128_ps512(_mm_castpd_ps(_mm_load_sd((const double *)&swf[r][i]))));
+                } else {
+                    __m512i b = _mm512_srlv_epi64(
+                        _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(bp + 32 * g))), shv);
+                    if (bits == 4) {
+                        wv = _mm512_ternarylogic_epi32(b, m4, ov, 0x6a); /* (b & m4) ^ 8 */
+                    } else {
+                        const uint8_t *hp = high + r * hstride + hb * g;
+                        wv = _mm512_and_si512(b, m4);
+                        if (bits == 5) {
+                            uint64_t h;
+                            memcpy(&h, hp, 8);
+                            __mmask64 m = _pext_u64(h, 0x5555555555555555ull) | (_pext_u64(h, 0xaaaaaaaaaaaaaaaaull) << 32);
+                            wv = _mm512_mask_add_epi8(wv, ~m, wv, _mm512_set1_epi8(0x10));
+                        } else {
+                            uint64_t h0, h1;
+                            memcpy(&h0, hp, 8);
+                            memcpy(&h1, hp + 8, 8);
+                            uint64_t e4 = _pext_u64(h0, 0x1111111111111111ull) | (_pext_u64(h1, 0x1111111111111111ull) << 16);
+                            uint64_t e5 = _pext_u64(h0, 0x2222222222222222ull) | (_pext_u64(h1, 0x2222222222222222ull) << 16);
+                            uint64_t o4 = _pext_u64(h0, 0x4444444444444444ull) | (_pext_u64(h1, 0x4444444444444444ull) << 16);
+                            uint64_t o5 = _pext_u64(h0, 0x8888888888888888ull) | (_pext_u64(h1, 0x8888888888888888ull) << 16);
+                            wv = _mm512_mask_add_epi8(wv, e4 | (o4 << 32), wv, _mm512_set1_epi8(0x10));
+                            wv = _mm512_mask_add_epi8(wv, ~(e5 | (o5 << 32)), wv, _mm512_set1_epi8(0x20));
+                        }
+                    }
+                    sw = _mm512_set1_ps(swf[r][i]);
+                }
+                for (int j = 0; j < NT; j++) {
+                    __m512i p = _mm512_dpbusd_epi32(nc[j], wv, xv[j]);
+                    __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(p), _mm512_loadu_ps(xe + j * lde + 16 * s));
+                    acc[r][j] = _mm512_fmadd_ps(v, sw, acc[r][j]);
+                }
+            }
+        }
+    }
+    for (int r = 0; r < NR; r++)
+        for (int j = 0; j < NT; j++) out[r * NI_MT_TOKENS + j] = _mm512_reduce_add_ps(acc[r][j]);
+}
+
+#define NI_Q8R(B, R, T)                                                                                               \
+    q8r_vnni(B, R, T, base, bstride, high, hstride, scales, sstride, ngroups, xq, ldq, xe, lde, out)
+#define NI_Q8R_NT(B, R)                                                                                               \
+    switch (nt) {                                                                                                     \
+    case 1: NI_Q8R(B, R, 1); return;                                                                                  \
+    case 2: NI_Q8R(B, R, 2); return;                                                                                  \
+    case 3: NI_Q8R(B, R, 3); return;                                                                                  \
+    default: NI_Q8R(B, R, 4); return;                                                                                 \
+    }
+#define NI_Q8R_BITS(B)                                                                                                \
+    switch (nr) {                                                                                                     \
+    case 1: NI_Q8R_NT(B, 1);                                                                                          \
+    case 2: NI_Q8R_NT(B, 2);                                                                                          \
+    case 3: NI_Q8R_NT(B, 3);                                                                                          \
+    default: NI_Q8R_NT(B, 4);                                                                                         \
+    }
+
+AVX512VNNIP void ni_q8_rows_vnni(int bits, const uint8_t *base, int64_t bstride, const uint8_t *high, int64_t hstride,
+                                 const uint8_t *scales, int64_t sstride, int64_t ngroups, int nr, const int8_t *xq,
+                                 int64_t ldq, const float *xe, int64_t lde, int nt, float *out) {
+    switch (bits) {
+    case 4: NI_Q8R_BITS(4);
+    case 5: NI_Q8R_BITS(5);
+    case 6: NI_Q8R_BITS(6);
+    default: NI_Q8R_BITS(8);
+    }
+}

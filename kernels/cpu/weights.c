@@ -242,6 +242,8 @@ typedef struct {
     const float *xs;
     const float *xe; /* the block scales expanded to 8 lanes: xe + t·(kpad/4), xe[8b + i] = s_x[b] */
     int perm;        /* xq, xe in the permuted layout (q8_perm) */
+    int rows4;       /* NI_ACT_Q8 on AVX-512 VNNI: the multi-row kernel (NINFER_CPU_Q8ROWS=1; off by default:
+                        2-3x faster alone, slower end to end so far, docs/PERF.md) */
 } mm_args;
 
 static inline void mm_store(const mm_args *a, int64_t t, int64_t n, float v) {
@@ -551,6 +553,24 @@ static void mm_q8(const mm_args *a, int64_t n0, int64_t n1) {
     int64_t ngroups = (w->k + w->group - 1) / w->group;
     int isa = a->c->isa, vnni = isa == NI_ISA_AVX512 && q8_vnni(), perm = a->perm;
     float out[NI_MT_TOKENS];
+    if (a->rows4 && vnni && (perm || w->bits == 8)) { /* up to 4 rows per call (avx2.c, ni_q8_rows_vnni) */
+        float o4[4 * NI_MT_TOKENS];
+        int64_t bs = w->gpr * w->base_bytes, hs = w->gpr * w->high_bytes, ss = 2 * w->gpr;
+        for (int64_t n = n0; n < n1; n += 4) {
+            int nr = (int)(n1 - n < 4 ? n1 - n : 4);
+            int64_t gi = n * w->gpr;
+            const uint8_t *base = w->data + gi * w->base_bytes, *high = w->data + w->high_off + gi * w->high_bytes;
+            const uint8_t *scales = w->data + w->scale_off + 2 * gi;
+            for (int64_t t0 = 0; t0 < T; t0 += NI_MT_TOKENS) {
+                int nt = (int)(T - t0 < NI_MT_TOKENS ? T - t0 : NI_MT_TOKENS);
+                ni_q8_rows_vnni((int)w->bits, base, bs, high, hs, scales, ss, ngroups, nr, a->xq + t0 * kpad, kpad,
+                                a->xe + t0 * 8 * nbk, 8 * nbk, nt, o4);
+                for (int r = 0; r < nr; r++)
+                    for (int j = 0; j < nt; j++) mm_store(a, t0 + j, n + r, o4[r * NI_MT_TOKENS + j]);
+            }
+        }
+        return;
+    }
     for (int64_t n = n0; n < n1; n++) {
         int64_t gi = n * w->gpr;
         const uint8_t *base = w->data + gi * w->base_bytes, *high = w->data + w->high_off + gi * w->high_bytes;
@@ -677,6 +697,8 @@ void ni_matmul_act(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accu
         int8_t *xq = (int8_t *)(xe + 8 * x.t * nbk);
         for (int64_t t = 0; t < x.t; t++) q8_quantize(c->isa, x.p + t * x.ld, w->k, kpad, xq + t * kpad, xs + t * nbk);
         a.perm = q8_perm(c->isa, (int)w->bits);
+        const char *rows4 = getenv("NINFER_CPU_Q8ROWS");
+        a.rows4 = rows4 && strcmp(rows4, "1") == 0;
         for (int64_t i = 0; i < x.t * nbk; i += 2) /* kpad/32 is even: blocks come in pairs */
             for (int l = 0; l < 16; l++) xe[8 * i + l] = xs[i + (a.perm ? (l >> 2) & 1 : l >> 3)];
         if (a.perm) { /* even lanes first within each 64-value group */

@@ -78,6 +78,11 @@ func vnniModes(t *testing.T, b *CPU, f func(mode string)) {
 		return
 	}
 	f("vnni")
+	// The multi-row VNNI kernel (ni_q8_rows_vnni) is behind
+	// NINFER_CPU_Q8ROWS=1 until it is faster end to end (docs/PERF.md).
+	t.Setenv("NINFER_CPU_Q8ROWS", "1")
+	f("vnni-rows4")
+	t.Setenv("NINFER_CPU_Q8ROWS", "")
 	old := cpu.SetVNNI(false)
 	defer cpu.SetVNNI(old)
 	f("novnni")
@@ -259,19 +264,23 @@ func TestMatMulInt8ActNonFinite(t *testing.T) {
 	}
 }
 
-// TestInt8ActAutoFormats pins what auto picks: int8 for q4/q5/q6, fp32
-// for q8 (measured slower in int8) and the non-grouped formats.
+// TestInt8ActAutoFormats pins what auto picks: int8 for q4/q5/q6, for q8
+// only where its int8 kernel is the faster one (AVX-512 VNNI), fp32 for the
+// non-grouped formats.
 func TestInt8ActAutoFormats(t *testing.T) {
-	for _, f := range allFormats {
-		want := f == format.Q4G64 || f == format.Q5G64 || f == format.Q6G64
-		if got := int8Act(ActAuto, f); got != want {
-			t.Errorf("auto/%s: int8 %v, want %v", f, got, want)
-		}
-		if got, want := int8Act(ActInt8, f), want || f == format.Q8G32; got != want {
-			t.Errorf("int8/%s: int8 %v, want %v", f, got, want)
-		}
-		if int8Act(ActFP32, f) {
-			t.Errorf("fp32/%s: int8", f)
+	for _, fastQ8 := range []bool{false, true} {
+		for _, f := range allFormats {
+			grouped := f == format.Q4G64 || f == format.Q5G64 || f == format.Q6G64
+			want := grouped || (fastQ8 && f == format.Q8G32)
+			if got := int8Act(ActAuto, f, fastQ8); got != want {
+				t.Errorf("auto/%s/fastQ8=%v: int8 %v, want %v", f, fastQ8, got, want)
+			}
+			if got, want := int8Act(ActInt8, f, fastQ8), grouped || f == format.Q8G32; got != want {
+				t.Errorf("int8/%s: int8 %v, want %v", f, got, want)
+			}
+			if int8Act(ActFP32, f, fastQ8) {
+				t.Errorf("fp32/%s: int8", f)
+			}
 		}
 	}
 }
@@ -377,6 +386,47 @@ func TestMatMulInt8AllIsPieces(t *testing.T) {
 					t.Fatalf("%s: y[%d] int8-all %g, piece %g", b.Name(), t0*n+i, all[t0*n+i], v)
 				}
 			}
+		}
+		if err := b.SetActivations(ActFP32); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestMatMulInt8ActSmallTMatchesGEMV checks that with int8 activations a
+// token's outputs do not depend on T or on its position among the tokens:
+// each row of a T ≤ 16 matmul equals the T=1 GEMV of that row bit for bit
+// (the AVX-512 VNNI kernels run several weight rows per call; n = 23 leaves
+// a partial block of rows).
+func TestMatMulInt8ActSmallTMatchesGEMV(t *testing.T) {
+	streams := numtest.NewSource(t)
+	for _, b := range cpuBackends(t) {
+		if err := b.SetActivations(ActInt8); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range q8Formats {
+			r := streams.Stream(b.Name(), string(f))
+			n, k, T := 23, 1000, SmallTForTest
+			w := prep(t, b, randPacked(r, f, n, k))
+			x := randn(r, T*k, 1)
+			xv := put(t, b, x)
+			vnniModes(t, b, func(mode string) {
+				want := make([]float32, T*n)
+				for tt := range T {
+					one, yv := put(t, b, x[tt*k:(tt+1)*k]), put(t, b, make([]float32, n))
+					b.MatMul(Dense(yv, 1, n), Dense(one, 1, k), w, false)
+					copy(want[tt*n:], get(t, b, yv, n))
+				}
+				for _, nt := range []int{2, 3, 4, 5, 9, T} {
+					yv := put(t, b, make([]float32, nt*n))
+					b.MatMul(Dense(yv, nt, n), Dense(xv, nt, k), w, false)
+					for i, v := range get(t, b, yv, nt*n) {
+						if math.Float32bits(v) != math.Float32bits(want[i]) {
+							t.Fatalf("%s%s/%s/T=%d: y[%d,%d] = %g, T=1 gives %g", b.Name(), mode, f, nt, i/n, i%n, v, want[i])
+						}
+					}
+				}
+			})
 		}
 		if err := b.SetActivations(ActFP32); err != nil {
 			t.Fatal(err)

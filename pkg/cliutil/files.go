@@ -1,6 +1,7 @@
 package cliutil
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"io/fs"
@@ -198,4 +199,41 @@ func ReadAllLimit(r io.Reader, name string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s: input larger than %d bytes (the most a tool reads from standard input)", name, limit)
 	}
 	return data, nil
+}
+
+// MaxLineBytes is the longest input line a line-by-line tool accepts: one
+// line of text is tokenized (or parsed) whole, so an endless line (a stream
+// without newlines, < /dev/zero) must fail instead of growing without bound.
+const MaxLineBytes = 64 << 20
+
+// LineReader reads lines of at most a limit of bytes.
+type LineReader struct {
+	r     *bufio.Reader
+	name  string
+	limit int
+	buf   []byte
+}
+
+// NewLineReader reads lines from r; name is how errors name the input.
+func NewLineReader(r io.Reader, name string, limit int) *LineReader {
+	return &LineReader{r: bufio.NewReaderSize(r, 64<<10), name: name, limit: limit}
+}
+
+// ReadLine returns the next line with its newline (if any), like
+// bufio.Reader.ReadString('\n'): io.EOF with the last, unterminated line or
+// with "" at the end. A line longer than the limit is an error naming the
+// input, the line number n and the limit.
+func (l *LineReader) ReadLine(n int) (string, error) {
+	l.buf = l.buf[:0]
+	for {
+		chunk, err := l.r.ReadSlice('\n')
+		if len(l.buf)+len(chunk) > l.limit {
+			return "", fmt.Errorf("%s: line %d is longer than %d bytes (split the input into lines, or use a file)", l.name, n, l.limit)
+		}
+		l.buf = append(l.buf, chunk...)
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		return string(l.buf), err
+	}
 }
