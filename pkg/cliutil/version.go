@@ -86,7 +86,8 @@ func VersionText(tool string) string {
 // own flag value (urfave/cli's flags record parse state, so one shared flag
 // object would race between apps run concurrently), and urfave/cli's global
 // version flag and printer stay unused: the app's Before prints the version
-// and stops the run with ErrVersionShown.
+// and stops the run with ErrVersionShown. The same Before refuses an empty
+// positional argument (every tool's arguments are paths) as a usage error.
 func AddVersion(app *cli.App) *cli.App {
 	app.HideVersion = true
 	for _, f := range app.Flags {
@@ -102,6 +103,13 @@ func AddVersion(app *cli.App) *cli.App {
 		if c.Bool("version") {
 			fmt.Fprint(c.App.Writer, VersionText(c.App.Name))
 			return ErrVersionShown
+		}
+		// Every tool's arguments are paths: an empty one ('' from an unset
+		// shell variable) is a usage error, not "open : no such file".
+		for i, a := range c.Args().Slice() {
+			if a == "" {
+				return Usagef("argument %d is empty (a path is expected)", i+1)
+			}
 		}
 		if before != nil {
 			return before(c)

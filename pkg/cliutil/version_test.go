@@ -2,6 +2,7 @@ package cliutil
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -28,5 +29,22 @@ func TestVersionFlag(t *testing.T) {
 	b := ReadBuildInfo()
 	if b.Commit == "" || (CUDABuilt != strings.Contains(out, "cuda")) {
 		t.Errorf("build info %+v", b)
+	}
+}
+
+// An empty positional argument (” from an unset shell variable) is a usage
+// error (exit 2) naming its position, in every tool that uses AddVersion.
+func TestEmptyArgumentIsUsageError(t *testing.T) {
+	for _, args := range [][]string{{"t", ""}, {"t", "a", ""}} {
+		var out, errb strings.Builder
+		app := Prepare(&cli.App{Name: "t", Action: func(*cli.Context) error { return nil }}, &out, &errb)
+		if code := Run(app, args, &errb); code != 2 || !strings.Contains(errb.String(), fmt.Sprintf("argument %d is empty", len(args)-1)) {
+			t.Errorf("%q: exit %d, stderr %q", args, code, errb.String())
+		}
+	}
+	var out, errb strings.Builder
+	app := Prepare(&cli.App{Name: "t", Action: func(*cli.Context) error { return nil }}, &out, &errb)
+	if code := Run(app, []string{"t", "a", "b"}, &errb); code != 0 {
+		t.Errorf("non-empty arguments: exit %d, stderr %q", code, errb.String())
 	}
 }
