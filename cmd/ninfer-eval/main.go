@@ -20,6 +20,7 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 	"github.com/urfave/cli/v2"
 
+	"github.com/ninfer/ninfer/pkg/artifact"
 	"github.com/ninfer/ninfer/pkg/cliutil"
 	"github.com/ninfer/ninfer/pkg/corpus"
 	"github.com/ninfer/ninfer/pkg/eval"
@@ -202,10 +203,16 @@ func action(ctx context.Context, c *cli.Context, stdout, stderr io.Writer) error
 			fmt.Fprintf(log, name+": "+f+"\n", a...)
 		}
 	}
-	// The corpus is read before anything loads: a bad file fails fast.
+	// The corpus is read before anything loads: a bad file fails fast, and
+	// an id outside the first model's vocabulary (read from its header
+	// alone) is named with its file and line.
 	var ids []int32
 	if o.corpus != "" {
-		if ids, err = corpus.ReadFile(o.corpus, 0); err != nil {
+		vocab, err := headerVocab(o.weights[0])
+		if err != nil {
+			return err
+		}
+		if ids, err = corpus.ReadFile(o.corpus, vocab); err != nil {
 			return err
 		}
 	}
@@ -417,4 +424,19 @@ func writeTable(w io.Writer, rs []eval.Result) error {
 	}
 	_, err := fmt.Fprintln(w)
 	return err
+}
+
+// headerVocab is the vocabulary size in the config of the artifact at path,
+// from its header alone (nothing is loaded).
+func headerVocab(path string) (int, error) {
+	f, err := artifact.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	cfg, err := f.Config()
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg.VocabSize, nil
 }
