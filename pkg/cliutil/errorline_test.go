@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
 )
@@ -31,5 +32,33 @@ func TestRunEscapesControlBytes(t *testing.T) {
 	}
 	if got := WarningLine("t", "a\x1bb"); got != "t: warning: a\\x1bb\n" {
 		t.Errorf("WarningLine = %q", got)
+	}
+}
+
+// A message quoting a huge input whole (a tensor name of a damaged file)
+// still prints as one bounded line that keeps its start and end.
+func TestErrorLineBounded(t *testing.T) {
+	cases := []struct {
+		name string
+		msg  string
+		cut  bool
+	}{
+		{"short", "m.ninfer: tensor \"a\": bad", false},
+		{"at the bound", strings.Repeat("x", MaxErrorLine), false},
+		{"huge ascii", "f.safetensors: tensor \"" + strings.Repeat("x", 5<<20) + "\": unknown dtype", true},
+		{"huge multibyte", "id \"" + strings.Repeat("é", 1<<20) + "\" end", true},
+	}
+	for _, c := range cases {
+		got := ErrorLine(c.msg)
+		if !c.cut {
+			if got != c.msg {
+				t.Errorf("%s: changed to %q", c.name, got)
+			}
+			continue
+		}
+		if len(got) > MaxErrorLine+64 || !strings.Contains(got, "bytes cut") || !utf8.ValidString(got) ||
+			!strings.HasPrefix(got, c.msg[:10]) || !strings.HasSuffix(got, c.msg[len(c.msg)-3:]) {
+			t.Errorf("%s: %d bytes, %q…", c.name, len(got), got[:min(len(got), 80)])
+		}
 	}
 }
