@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ninfer/ninfer/pkg/benchfmt"
+	"github.com/ninfer/ninfer/pkg/recipe"
 )
 
 // Recipe names the weight formats of a run: the recipe name when the
@@ -15,7 +16,7 @@ import (
 func Recipe(d *benchfmt.Document) string {
 	stem := strings.TrimSuffix(filepath.Base(d.Artifact.Path), filepath.Ext(d.Artifact.Path))
 	// Longest first: groupwise-int before int8-like prefixes.
-	known := append([]string(nil), knownRecipes...)
+	known := recipe.Names() // the names ninfer-convert --recipe takes
 	sort.Slice(known, func(i, j int) bool { return len(known[i]) > len(known[j]) })
 	for _, r := range known {
 		if stem == r || strings.HasSuffix(stem, "-"+r) || strings.HasSuffix(stem, "_"+r) {
@@ -38,7 +39,3 @@ func Recipe(d *benchfmt.Document) string {
 	}
 	return strings.Join(q, "+")
 }
-
-// knownRecipes are the names ninfer-convert --recipe takes (pkg/recipe;
-// listed here so that the report does not link the converter's tables).
-var knownRecipes = []string{"groupwise-int", "q8", "q4", "q5", "fp8", "nvfp4", "bf16", "fp32", "native", "nativeq8"}
