@@ -1,62 +1,26 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/ninfer/ninfer/internal/testfixture"
-	"github.com/ninfer/ninfer/pkg/artifact"
 )
 
 // overflowArtifact copies the fp32 fixture with every element of object id
-// set to a huge finite value (3e38), and records the new payload hash and
-// directory digest as a writer would: the file passes --verify (payloads
-// intact, values finite), yet the op that applies the weight overflows.
+// set to a huge finite value (3e38), resealed as a writer would: the file
+// passes --verify (payloads intact, values finite), yet the op that applies
+// the weight overflows.
 func overflowArtifact(t *testing.T, id string) string {
 	t.Helper()
-	src := testfixture.Artifact(t, "fp32", nil)
-	f, err := artifact.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, ok := f.Object(id)
-	if !ok || o.Format != "fp32" {
-		t.Fatalf("object %s: %v %v", id, ok, o)
-	}
-	start, n, oldHash := f.PayloadStart+o.Offset, o.Bytes, o.SHA256
-	f.Close()
-	data, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := int64(0); i < n; i += 4 {
-		binary.LittleEndian.PutUint32(data[start+i:], math.Float32bits(3e38))
-	}
-	sum := sha256.Sum256(data[start : start+n])
-	js := data[artifact.HeaderSize : artifact.HeaderSize+int(binary.LittleEndian.Uint64(data[8:16]))]
-	if bytes.Count(js, []byte(oldHash)) != 1 {
-		t.Fatalf("hash %s occurs %d times", oldHash, bytes.Count(js, []byte(oldHash)))
-	}
-	copy(js[bytes.Index(js, []byte(oldHash)):], hex.EncodeToString(sum[:]))
-	// Reseal the directory digest (docs/FORMAT.md §2.5).
-	key := []byte(`"directory_sha256":"`)
-	slot := bytes.Index(js, key) + len(key)
-	copy(js[slot:slot+64], strings.Repeat("0", 64))
-	d := sha256.Sum256(js)
-	copy(js[slot:slot+64], hex.EncodeToString(d[:]))
-	dst := filepath.Join(t.TempDir(), "overflow.ninfer")
-	if err := os.WriteFile(dst, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dst
+	return testfixture.PatchedArtifact(t, "fp32", id, true, func(payload []byte) {
+		for i := 0; i+4 <= len(payload); i += 4 {
+			binary.LittleEndian.PutUint32(payload[i:], math.Float32bits(3e38))
+		}
+	})
 }
 
 // A model whose logits are all NaN used to be benchmarked as if it were

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/ninfer/ninfer/internal/testfixture"
-	"github.com/ninfer/ninfer/pkg/artifact"
 )
 
 // nanArtifact copies the fp32 fixture with a NaN as the first element of
@@ -19,27 +18,9 @@ import (
 // not the payloads), only a payload check sees the change.
 func nanArtifact(t *testing.T, id string) string {
 	t.Helper()
-	src := testfixture.Artifact(t, "fp32", nil)
-	f, err := artifact.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, ok := f.Object(id)
-	if !ok || o.Format != "fp32" {
-		t.Fatalf("object %s: %v %v", id, ok, o)
-	}
-	off := f.PayloadStart + o.Offset
-	f.Close()
-	data, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	binary.LittleEndian.PutUint32(data[off:], 0x7fc00000)
-	dst := filepath.Join(t.TempDir(), "nan.ninfer")
-	if err := os.WriteFile(dst, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dst
+	return testfixture.PatchedArtifact(t, "fp32", id, false, func(payload []byte) {
+		binary.LittleEndian.PutUint32(payload, 0x7fc00000)
+	})
 }
 
 func TestOutputUsageErrors(t *testing.T) {
