@@ -22,39 +22,7 @@
 
 /* ---- tiny test framework --------------------------------------------------- */
 
-static int g_pass, g_fail;
-static std::string g_why;
-
-static void why(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void why(const char *fmt, ...) {
-    if (!g_why.empty()) return; /* keep the first reason */
-    char b[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(b, sizeof b, fmt, ap);
-    va_end(ap);
-    g_why = b;
-}
-#define CHECK(c, ...)                                                                                                 \
-    do {                                                                                                              \
-        if (!(c)) {                                                                                                   \
-            why(__VA_ARGS__);                                                                                         \
-            return false;                                                                                             \
-        }                                                                                                             \
-    } while (0)
-
-static void run(const char *name, bool (*fn)()) {
-    g_why.clear();
-    bool ok = fn();
-    if (ok) {
-        g_pass++;
-        printf("PASS %s\n", name);
-    } else {
-        g_fail++;
-        printf("FAIL %s: %s\n", name, g_why.c_str());
-    }
-    fflush(stdout);
-}
+#include "minitest.h"
 
 static double now() {
     struct timespec ts;
