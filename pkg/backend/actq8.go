@@ -45,13 +45,13 @@ func ParseActivations(s string) (string, error) {
 // acceptance).
 func (w *Weight) KeepFP32Activations() { w.fp32Act = true }
 
-// int8Act reports whether format f runs int8 activations in mode m; fastQ8
-// says whether the q8 int8 kernel is faster than its fp32 GEMV end to end
-// (not yet on any level measured, docs/PERF.md, so auto keeps q8 on fp32).
-func int8Act(m string, f format.Format, fastQ8 bool) bool {
+// int8Act reports whether format f runs int8 activations in mode m. auto
+// leaves q8 on fp32: its int8 kernels are not faster end to end on any level
+// measured yet (docs/PERF.md "int8 kernels, AVX-512 VNNI").
+func int8Act(m string, f format.Format) bool {
 	switch m {
 	case ActAuto:
-		return f == format.Q4G64 || f == format.Q5G64 || f == format.Q6G64 || (fastQ8 && f == format.Q8G32)
+		return f == format.Q4G64 || f == format.Q5G64 || f == format.Q6G64
 	case ActInt8, ActInt8All:
 		return f == format.Q4G64 || f == format.Q5G64 || f == format.Q6G64 || f == format.Q8G32
 	}
@@ -65,9 +65,7 @@ type q8Kernels interface {
 	matmulQ8(w any, x, y rows, acc bool)
 }
 
-func (k cpuKernels) q8(f format.Format) bool {
-	return int8Act(*k.act, f, false) // the VNNI q8 kernel is not yet faster end to end (docs/PERF.md)
-}
+func (k cpuKernels) q8(f format.Format) bool { return int8Act(*k.act, f) }
 func (k cpuKernels) matmulQ8(w any, x, y rows, acc bool) {
 	if *k.act == ActInt8All {
 		for t0 := 0; t0 < x.t; t0 += cpu.SmallT {

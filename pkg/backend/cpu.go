@@ -90,7 +90,7 @@ func NewCPU(o CPUOptions) (*CPU, error) {
 		name = "avx512"
 	}
 	c := &CPU{ctx: ctx, threads: th, isa: name, bufs: map[*Buffer]struct{}{}}
-	c.ops.k = cpuKernels{ctx: ctx, act: &act, isa: isa}
+	c.ops.k = cpuKernels{ctx, &act}
 	return c, nil
 }
 
@@ -275,7 +275,6 @@ func (c *CPU) PrepareWeight(name string, f format.Format, n, k int, v View, byte
 type cpuKernels struct {
 	ctx *cpu.Ctx
 	act *string // activation mode (actq8.go)
-	isa int     // cpu.ISAScalar, ISAAVX2 or ISAAVX512
 }
 
 func cr(r rows) cpu.Rows { return cpu.Rows{P: r.p, T: r.t, H: r.h, D: r.d, LD: r.ld, HS: r.hs} }
