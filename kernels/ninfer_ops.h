@@ -39,6 +39,14 @@ void ni_ctx_free(ni_ctx *c);
 /* Ops whose estimated work is below `work` element-operations run on the
  * calling thread only (default NI_SERIAL_WORK; 0 = always use the pool). */
 void ni_ctx_set_serial_work(ni_ctx *c, int64_t work);
+/* How long an idle pool helper spins for the next op before it sleeps, and
+ * how long the caller spins for the helpers before it yields, in ns (default
+ * NI_SPIN_NS = 200 µs when the pool has no more threads than the CPUs the
+ * process may use, else 0; 0 = sleep at once, as a condition-variable pool). */
+void ni_ctx_set_spin(ni_ctx *c, int64_t ns);
+/* Runs one empty op of ntasks tasks on the pool (the fork/join cost of an
+ * op) and returns how many tasks ran (= ntasks). */
+int ni_ctx_roundtrip(ni_ctx *c, int ntasks);
 /* Best instruction set this CPU supports (runtime dispatch). */
 int ni_cpu_best_isa(void);
 /* Bytes of per-thread scratch the context holds (grows on first use of a

@@ -23,6 +23,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"time"
 	"unsafe"
 )
 
@@ -100,6 +101,16 @@ func (x *Ctx) Close() {
 // SetSerialWork sets the estimated work below which an op runs on the
 // calling thread (0: always use the pool).
 func (x *Ctx) SetSerialWork(n int64) { C.ni_ctx_set_serial_work(x.c, C.int64_t(n)) }
+
+// SetSpin sets how long an idle pool helper spins for the next op before it
+// sleeps (and the caller for the helpers before it yields); 0 sleeps at
+// once. The default is 200 µs when the pool has no more threads than the
+// CPUs the process may use, else 0.
+func (x *Ctx) SetSpin(d time.Duration) { C.ni_ctx_set_spin(x.c, C.int64_t(d.Nanoseconds())) }
+
+// RoundTrip runs one empty op of ntasks tasks on the pool — the fork/join
+// cost every parallel op pays — and returns how many tasks ran.
+func (x *Ctx) RoundTrip(ntasks int) int { return int(C.ni_ctx_roundtrip(x.c, C.int(ntasks))) }
 
 // ScratchBytes is the per-thread scratch currently held.
 func (x *Ctx) ScratchBytes() int64 { return int64(C.ni_ctx_scratch_bytes(x.c)) }

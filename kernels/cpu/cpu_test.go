@@ -1,9 +1,11 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/ninfer/ninfer/internal/numtest"
 )
@@ -73,6 +75,70 @@ func TestE4M3Conversions(t *testing.T) {
 	}{{1000, 448}, {-1000, -448}, {17, 16}, {19, 20}, {0.0009765625, 0}, {0.0029296875, 0.00390625}} {
 		if got := numtest.E4M3ToF64(F32ToE4M3(c.x)); got != c.want {
 			t.Fatalf("e4m3(%v) = %v, want %v", c.x, got, c.want)
+		}
+	}
+}
+
+// TestPoolRoundTrip runs empty ops on pools of 1–4 threads with the helpers
+// spinning (default), sleeping at once (spin 0) and spinning briefly with
+// pauses longer than the spin between ops (every op then wakes sleepers):
+// every task of every op runs exactly once, and Close returns.
+func TestPoolRoundTrip(t *testing.T) {
+	for _, threads := range []int{1, 2, 3, 4} {
+		for _, c := range []struct {
+			name  string
+			spin  time.Duration
+			pause time.Duration
+			ops   int
+		}{
+			{"default", -1, 0, 2000},
+			{"sleep", 0, 0, 2000},
+			{"spin-then-sleep", 50 * time.Microsecond, 200 * time.Microsecond, 50},
+		} {
+			x, err := NewCtx(threads, ISAScalar)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.spin >= 0 {
+				x.SetSpin(c.spin)
+			}
+			for i := range c.ops {
+				n := 1 + i%9
+				if got := x.RoundTrip(n); got != n {
+					t.Fatalf("%d threads, %s: op %d ran %d of %d tasks", threads, c.name, i, got, n)
+				}
+				if c.pause > 0 {
+					time.Sleep(c.pause)
+				}
+			}
+			x.Close()
+		}
+	}
+}
+
+// BenchmarkPoolRoundTrip is the fork/join cost of one parallel op (an empty
+// op of 16 tasks): with the helpers spinning between ops (the default) and
+// sleeping on a condition variable (spin 0, the pool before 2026-12-06).
+func BenchmarkPoolRoundTrip(b *testing.B) {
+	for _, threads := range []int{2, 4} {
+		for _, spin := range []time.Duration{-1, 0} {
+			name := fmt.Sprintf("threads=%d/spin", threads)
+			if spin == 0 {
+				name = fmt.Sprintf("threads=%d/sleep", threads)
+			}
+			b.Run(name, func(b *testing.B) {
+				x, err := NewCtx(threads, ISAScalar)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer x.Close()
+				if spin >= 0 {
+					x.SetSpin(spin)
+				}
+				for b.Loop() {
+					x.RoundTrip(16)
+				}
+			})
 		}
 	}
 }

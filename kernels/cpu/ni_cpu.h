@@ -23,9 +23,12 @@ struct ni_ctx {
     int64_t serial_work; /* below this estimated work an op runs on the caller */
     pthread_t th[NI_MAX_THREADS];
     pthread_mutex_t mu;
-    pthread_cond_t start_cv, done_cv;
-    uint64_t gen;
-    int active, stop;
+    pthread_cond_t start_cv;
+    uint64_t gen;    /* atomic: job generation, bumped per ni_parallel */
+    int active;      /* atomic: helpers still running the current job */
+    int stop;        /* atomic */
+    int sleepers;    /* atomic: helpers waiting on start_cv */
+    int64_t spin_ns; /* how long an idle helper (or the waiting caller) spins */
     ni_task_fn fn;
     void *arg;
     int ntasks;
@@ -38,6 +41,8 @@ struct ni_ctx {
  * rough element-operation count: below NI_SERIAL_WORK the tasks run on the
  * caller (waking the pool costs more than the op). */
 #define NI_SERIAL_WORK 32768
+/* Default spin of an idle helper before it sleeps (pool.c). */
+#define NI_SPIN_NS 200000
 void ni_parallel(ni_ctx *c, int ntasks, ni_task_fn fn, void *arg, int64_t work);
 /* Per-thread scratch of at least n floats (64-byte aligned). */
 float *ni_tmp(ni_ctx *c, int tid, int64_t n);

@@ -1,9 +1,37 @@
-/* Persistent pthread pool: the caller is worker 0, threads−1 helpers wait on a
- * condition variable for the next job; tasks are taken with an atomic
- * counter. */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+/* Persistent pthread pool: the caller is worker 0, threads−1 helpers take
+ * tasks with an atomic counter. A decode step is ~100 ops of 10–200 µs, so
+ * waking helpers through a condition variable for each op (futex wake-up:
+ * tens of µs on a VM) costs as much as the ops. Helpers therefore spin on
+ * the job generation for up to c->spin_ns after their last job (a pause
+ * loop, one clock read per 64 spins), then sleep on the condition variable;
+ * the caller waits for the helpers by spinning (yielding after spin_ns).
+ * Publishing a job: fn/arg/ntasks/next/active, then gen (release); a
+ * sleeper count (both sides sequentially consistent) tells the caller
+ * whether a broadcast is needed: a helper increments it and re-checks gen
+ * under the mutex before waiting, the caller stores gen and then reads it,
+ * so either the helper sees the new gen or the caller sees the sleeper and
+ * broadcasts under the mutex. spin_ns is 0 (sleep at once) when the pool
+ * has more threads than the CPUs this process may run on: spinning
+ * helpers would take the CPU from the ones doing the work. */
 #include "ni_cpu.h"
 #include <cpuid.h>
+#include <sched.h>
 #include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+static int64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
 
 static void run_tasks(ni_ctx *c, int tid) {
     for (;;) {
@@ -18,24 +46,53 @@ typedef struct {
     int tid;
 } worker_arg;
 
+/* Waits until c->gen differs from seen (or stop) and returns it. */
+static uint64_t wait_job(ni_ctx *c, uint64_t seen) {
+    uint64_t g;
+    int64_t deadline = 0;
+    for (int spins = 0;; spins++) {
+        g = __atomic_load_n(&c->gen, __ATOMIC_ACQUIRE);
+        if (g != seen || __atomic_load_n(&c->stop, __ATOMIC_ACQUIRE)) return g;
+        if ((spins & 63) == 0) {
+            int64_t t = now_ns();
+            if (deadline == 0) deadline = t + c->spin_ns;
+            if (t >= deadline) break;
+        }
+        cpu_relax();
+    }
+    pthread_mutex_lock(&c->mu);
+    __atomic_fetch_add(&c->sleepers, 1, __ATOMIC_SEQ_CST);
+    while ((g = __atomic_load_n(&c->gen, __ATOMIC_SEQ_CST)) == seen && !__atomic_load_n(&c->stop, __ATOMIC_SEQ_CST))
+        pthread_cond_wait(&c->start_cv, &c->mu);
+    __atomic_fetch_sub(&c->sleepers, 1, __ATOMIC_SEQ_CST);
+    pthread_mutex_unlock(&c->mu);
+    return g;
+}
+
 static void *worker(void *p) {
     worker_arg *wa = (worker_arg *)p;
     ni_ctx *c = wa->c;
     int tid = wa->tid;
     free(wa);
     uint64_t seen = 0;
-    pthread_mutex_lock(&c->mu);
     for (;;) {
-        while (c->gen == seen && !c->stop) pthread_cond_wait(&c->start_cv, &c->mu);
-        if (c->stop) break;
-        seen = c->gen;
-        pthread_mutex_unlock(&c->mu);
+        seen = wait_job(c, seen);
+        if (__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE)) break;
         run_tasks(c, tid);
-        pthread_mutex_lock(&c->mu);
-        if (--c->active == 0) pthread_cond_signal(&c->done_cv);
+        __atomic_fetch_sub(&c->active, 1, __ATOMIC_RELEASE);
     }
-    pthread_mutex_unlock(&c->mu);
     return NULL;
+}
+
+/* CPUs this process may run on (affinity mask; 1 when unknown). */
+static int usable_cpus(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        int n = CPU_COUNT(&set);
+        if (n > 0) return n;
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
 }
 
 /* AVX-512 F/BW/DQ/VL in CPUID leaf 7 and ZMM state enabled by the OS:
@@ -68,9 +125,9 @@ ni_ctx *ni_ctx_new(int threads, int isa) {
     c->threads = threads;
     c->isa = isa;
     c->serial_work = NI_SERIAL_WORK;
+    c->spin_ns = threads <= usable_cpus() ? NI_SPIN_NS : 0;
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->start_cv, NULL);
-    pthread_cond_init(&c->done_cv, NULL);
     for (int i = 1; i < threads; i++) {
         worker_arg *wa = (worker_arg *)malloc(sizeof(worker_arg));
         wa->c = c;
@@ -87,7 +144,7 @@ ni_ctx *ni_ctx_new(int threads, int isa) {
 void ni_ctx_free(ni_ctx *c) {
     if (!c) return;
     pthread_mutex_lock(&c->mu);
-    c->stop = 1;
+    __atomic_store_n(&c->stop, 1, __ATOMIC_SEQ_CST);
     pthread_cond_broadcast(&c->start_cv);
     pthread_mutex_unlock(&c->mu);
     for (int i = 1; i < c->threads; i++) pthread_join(c->th[i], NULL);
@@ -95,7 +152,6 @@ void ni_ctx_free(ni_ctx *c) {
     free(c->shared.p);
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->start_cv);
-    pthread_cond_destroy(&c->done_cv);
     free(c);
 }
 
@@ -105,19 +161,43 @@ void ni_parallel(ni_ctx *c, int ntasks, ni_task_fn fn, void *arg, int64_t work) 
         for (int t = 0; t < ntasks; t++) fn(arg, t, 0);
         return;
     }
-    pthread_mutex_lock(&c->mu);
     c->fn = fn;
     c->arg = arg;
     c->ntasks = ntasks;
-    c->next = 0;
-    c->active = c->threads - 1;
-    c->gen++;
-    pthread_cond_broadcast(&c->start_cv);
-    pthread_mutex_unlock(&c->mu);
+    __atomic_store_n(&c->next, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->active, c->threads - 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&c->gen, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&c->sleepers, __ATOMIC_SEQ_CST) > 0) {
+        pthread_mutex_lock(&c->mu);
+        pthread_cond_broadcast(&c->start_cv);
+        pthread_mutex_unlock(&c->mu);
+    }
     run_tasks(c, 0);
-    pthread_mutex_lock(&c->mu);
-    while (c->active > 0) pthread_cond_wait(&c->done_cv, &c->mu);
-    pthread_mutex_unlock(&c->mu);
+    int64_t deadline = 0;
+    for (int spins = 0; __atomic_load_n(&c->active, __ATOMIC_ACQUIRE) > 0; spins++) {
+        if ((spins & 63) == 0) {
+            int64_t t = now_ns();
+            if (deadline == 0) deadline = t + c->spin_ns;
+            if (t >= deadline) {
+                sched_yield(); /* a helper is descheduled: give it the CPU */
+                continue;
+            }
+        }
+        cpu_relax();
+    }
+}
+
+void ni_ctx_set_spin(ni_ctx *c, int64_t ns) { c->spin_ns = ns < 0 ? 0 : ns; }
+
+static void noop_task(void *arg, int task, int tid) {
+    (void)task;
+    __atomic_fetch_add((int *)arg, tid >= 0 ? 1 : 0, __ATOMIC_RELAXED);
+}
+
+int ni_ctx_roundtrip(ni_ctx *c, int ntasks) {
+    int ran = 0;
+    ni_parallel(c, ntasks, noop_task, &ran, INT64_MAX);
+    return ran;
 }
 
 static float *grow(ni_scratch *s, int64_t n) {

@@ -429,3 +429,46 @@ func TestMatMulInt8ActSmallTMatchesGEMV(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkMatMulInt8ActStream is the decode GEMV as the model sees it:
+// T = 1 over 48 distinct copies of a [3072,1024] matrix (40–120 MB, more
+// than the L3 of the machines measured), one after the other, so the
+// weights stream from DRAM as in a decode step. Reports the weight bytes
+// streamed per second (GB/s) next to µs per matrix.
+func BenchmarkMatMulInt8ActStream(b *testing.B) {
+	const n, k, copies = 3072, 1024, 48
+	for _, isa := range []string{"avx2", "avx512"} {
+		for _, threads := range []int{1, 2} {
+			be, err := NewCPU(CPUOptions{Threads: threads, ISA: isa})
+			if err != nil {
+				b.Logf("skipping %s: %v", isa, err)
+				continue
+			}
+			defer be.Close()
+			r := numtest.NewSource(b).Stream(isa)
+			for _, f := range q8Formats {
+				p := randPacked(r, f, n, k)
+				ws := make([]*Weight, copies)
+				for i := range ws {
+					ws[i] = prepB(b, be, p)
+				}
+				xv, yv := putB(b, be, randn(r, k, 1)), putB(b, be, make([]float32, n))
+				for _, act := range []string{ActFP32, ActInt8} {
+					b.Run(fmt.Sprintf("%s/t%d/%s/%s", isa, threads, f, act), func(b *testing.B) {
+						if err := be.SetActivations(act); err != nil {
+							b.Fatal(err)
+						}
+						i := 0
+						for b.Loop() {
+							be.MatMul(Dense(yv, 1, n), Dense(xv, 1, k), ws[i%copies], false)
+							i++
+						}
+						ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+						b.ReportMetric(ns/1e3, "µs/op")
+						b.ReportMetric(float64(len(p.bytes))/ns, "GB/s")
+					})
+				}
+			}
+		}
+	}
+}
