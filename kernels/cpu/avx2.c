@@ -273,32 +273,52 @@ AVX2 static inline __attribute__((always_inline)) __m256i q8_dot32(__m256i w, __
     return _mm256_madd_epi16(p, ones);
 }
 
+/* Block kb (32 values, weight codes wv, weight scale sw) into acc[j]. */
+AVX2 static inline __attribute__((always_inline)) void q8_block_nt(__m256i wv, __m256 sw, const int8_t *xq,
+                                                               int64_t ldq, const float *xe, int64_t lde,
+                                                               int64_t kb, const int NT, __m256 *acc) {
+    for (int j = 0; j < NT; j++) {
+        __m256i xv = _mm256_loadu_si256((const __m256i *)(xq + j * ldq + 32 * kb));
+        __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(q8_dot32(wv, xv)), _mm256_loadu_ps(xe + j * lde + 8 * kb));
+        acc[j] = _mm256_fmadd_ps(v, sw, acc[j]);
+    }
+}
+
+AVX2 static inline __attribute__((always_inline)) __m256 q8_scale(const uint8_t *scales, int64_t g) {
+    return _mm256_set1_ps(_cvtsh_ss((unsigned short)(scales[2 * g] | (scales[2 * g + 1] << 8))));
+}
+
+/* Two FMA chains per token: even blocks into acc0, odd blocks into acc1
+ * (for q4/q5/q6 the two blocks of a group, for q8 even and odd groups). */
 AVX2 static inline __attribute__((always_inline)) void q8_groups_nt(const int bits, const uint8_t *base,
                                                                 const uint8_t *high, const uint8_t *scales,
                                                                 int64_t ngroups, const int8_t *xq, int64_t ldq,
                                                                 const float *xe, int64_t lde, const int NT,
                                                                 float *out) {
     const int64_t hb = bits == 5 ? 8 : bits == 6 ? 16 : 0;
-    const int nb = bits == 8 ? 1 : 2; /* 32-value blocks per group */
-    __m256 acc[2][NI_MT_MAX];
-    for (int j = 0; j < NT; j++) acc[0][j] = acc[1][j] = _mm256_setzero_ps();
-    for (int64_t g = 0; g < ngroups; g++) {
-        __m128i q[4];
-        if (bits != 8) dec_codes(bits, base + 32 * g, high + hb * g, q);
-        __m256 sw = _mm256_set1_ps(_cvtsh_ss((unsigned short)(scales[2 * g] | (scales[2 * g + 1] << 8))));
-        for (int b = 0; b < nb; b++) {
-            __m256i wv = bits == 8 ? _mm256_loadu_si256((const __m256i *)(base + 32 * g))
-                                   : _mm256_set_m128i(q[2 * b + 1], q[2 * b]);
-            int64_t kb = g * nb + b;
-            int c = (int)(kb & 1);
-            for (int j = 0; j < NT; j++) {
-                __m256i xv = _mm256_loadu_si256((const __m256i *)(xq + j * ldq + 32 * kb));
-                __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(q8_dot32(wv, xv)), _mm256_loadu_ps(xe + j * lde + 8 * kb));
-                acc[c][j] = _mm256_fmadd_ps(v, sw, acc[c][j]);
-            }
+    __m256 acc0[NI_MT_MAX], acc1[NI_MT_MAX];
+    for (int j = 0; j < NT; j++) acc0[j] = acc1[j] = _mm256_setzero_ps();
+    if (bits == 8) {
+        int64_t g = 0;
+        for (; g + 2 <= ngroups; g += 2) {
+            q8_block_nt(_mm256_loadu_si256((const __m256i *)(base + 32 * g)), q8_scale(scales, g), xq, ldq, xe, lde, g,
+                        NT, acc0);
+            q8_block_nt(_mm256_loadu_si256((const __m256i *)(base + 32 * g + 32)), q8_scale(scales, g + 1), xq, ldq, xe,
+                        lde, g + 1, NT, acc1);
+        }
+        if (g < ngroups)
+            q8_block_nt(_mm256_loadu_si256((const __m256i *)(base + 32 * g)), q8_scale(scales, g), xq, ldq, xe, lde, g,
+                        NT, acc0);
+    } else {
+        for (int64_t g = 0; g < ngroups; g++) {
+            __m128i q[4];
+            dec_codes(bits, base + 32 * g, high + hb * g, q);
+            __m256 sw = q8_scale(scales, g);
+            q8_block_nt(_mm256_set_m128i(q[1], q[0]), sw, xq, ldq, xe, lde, 2 * g, NT, acc0);
+            q8_block_nt(_mm256_set_m128i(q[3], q[2]), sw, xq, ldq, xe, lde, 2 * g + 1, NT, acc1);
         }
     }
-    for (int j = 0; j < NT; j++) out[j] = hsum(_mm256_add_ps(acc[0][j], acc[1][j]));
+    for (int j = 0; j < NT; j++) out[j] = hsum(_mm256_add_ps(acc0[j], acc1[j]));
 }
 
 #define NI_Q8_NT(B, NT) q8_groups_nt(B, base, high, scales, ngroups, xq, ldq, xe, lde, NT, out)
@@ -330,43 +350,51 @@ AVX2 void ni_q8_groups_multi_avx2(int bits, const uint8_t *base, const uint8_t *
 #define AVX512Q8 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512dq,avx512vl")))
 #define AVX512VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")))
 
+#define NI_Q8_512_STEP(DOT, S, ACC)                                                                                   \
+    {                                                                                                                 \
+        const int64_t s = (S);                                                                                        \
+        __m512i wv;                                                                                                   \
+        __m512 sw;                                                                                                    \
+        if (bits == 8) {                                                                                              \
+            int64_t g = 2 * s;                                                                                        \
+            float sw0 = _cvtsh_ss((unsigned short)(scales[2 * g] | (scales[2 * g + 1] << 8))), sw1 = 0;               \
+            __m256i lo = _mm256_loadu_si256((const __m256i *)(base + 32 * g)), hi = _mm256_setzero_si256();           \
+            if (g + 1 < ngroups) {                                                                                    \
+                hi = _mm256_loadu_si256((const __m256i *)(base + 32 * g + 32));                                       \
+                sw1 = _cvtsh_ss((unsigned short)(scales[2 * g + 2] | (scales[2 * g + 3] << 8)));                      \
+            }                                                                                                         \
+            wv = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);                                               \
+            sw = _mm512_insertf32x8(_mm512_set1_ps(sw0), _mm256_set1_ps(sw1), 1);                                     \
+        } else {                                                                                                      \
+            __m128i q[4];                                                                                             \
+            dec_codes(bits, base + 32 * s, high + hb * s, q);                                                         \
+            wv = _mm512_inserti32x4(                                                                                  \
+                _mm512_inserti32x4(_mm512_inserti32x4(_mm512_castsi128_si512(q[0]), q[1], 1), q[2], 2), q[3], 3);     \
+            sw = _mm512_set1_ps(_cvtsh_ss((unsigned short)(scales[2 * s] | (scales[2 * s + 1] << 8))));               \
+        }                                                                                                             \
+        __m512i aw = _mm512_abs_epi8(wv);                                                                             \
+        __mmask64 neg = _mm512_movepi8_mask(wv);                                                                      \
+        for (int j = 0; j < NT; j++) {                                                                                \
+            __m512i xv = _mm512_loadu_si512((const void *)(xq + j * ldq + 64 * s));                                   \
+            __m512i sx = _mm512_mask_sub_epi8(xv, neg, _mm512_setzero_si512(), xv);                                   \
+            __m512i p = DOT;                                                                                          \
+            __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(p), _mm512_loadu_ps(xe + j * lde + 16 * s));                  \
+            ACC[j] = _mm512_fmadd_ps(v, sw, ACC[j]);                                                                  \
+        }                                                                                                             \
+    }
+
 #define NI_Q8_512_BODY(DOT)                                                                                           \
-    const int64_t hb = bits == 5 ? 8 : bits == 6 ? 16 : 0;                                                          \
-    const int64_t steps = bits == 8 ? (ngroups + 1) / 2 : ngroups;                                                   \
-    __m512 acc[2][NI_MT_MAX];                                                                                       \
-    for (int j = 0; j < NT; j++) acc[0][j] = acc[1][j] = _mm512_setzero_ps();                                       \
-    for (int64_t s = 0; s < steps; s++) {                                                                           \
-        __m512i wv;                                                                                                 \
-        __m512 sw;                                                                                                  \
-        if (bits == 8) {                                                                                            \
-            int64_t g = 2 * s;                                                                                      \
-            float sw0 = _cvtsh_ss((unsigned short)(scales[2 * g] | (scales[2 * g + 1] << 8))), sw1 = 0;             \
-            __m256i lo = _mm256_loadu_si256((const __m256i *)(base + 32 * g)), hi = _mm256_setzero_si256();         \
-            if (g + 1 < ngroups) {                                                                                  \
-                hi = _mm256_loadu_si256((const __m256i *)(base + 32 * g + 32));                                     \
-                sw1 = _cvtsh_ss((unsigned short)(scales[2 * g + 2] | (scales[2 * g + 3] << 8)));                    \
-            }                                                                                                       \
-            wv = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);                                             \
-            sw = _mm512_insertf32x8(_mm512_set1_ps(sw0), _mm256_set1_ps(sw1), 1);                                   \
-        } else {                                                                                                    \
-            __m128i q[4];                                                                                           \
-            dec_codes(bits, base + 32 * s, high + hb * s, q);                                                       \
-            wv = _mm512_inserti32x4(                                                                                \
-                _mm512_inserti32x4(_mm512_inserti32x4(_mm512_castsi128_si512(q[0]), q[1], 1), q[2], 2), q[3], 3);   \
-            sw = _mm512_set1_ps(_cvtsh_ss((unsigned short)(scales[2 * s] | (scales[2 * s + 1] << 8))));             \
-        }                                                                                                           \
-        __m512i aw = _mm512_abs_epi8(wv);                                                                           \
-        __mmask64 neg = _mm512_movepi8_mask(wv);                                                                    \
-        int c = (int)(s & 1);                                                                                       \
-        for (int j = 0; j < NT; j++) {                                                                              \
-            __m512i xv = _mm512_loadu_si512((const void *)(xq + j * ldq + 64 * s));                                \
-            __m512i sx = _mm512_mask_sub_epi8(xv, neg, _mm512_setzero_si512(), xv);                                 \
-            __m512i p = DOT;                                                                                        \
-            __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(p), _mm512_loadu_ps(xe + j * lde + 16 * s));                \
-            acc[c][j] = _mm512_fmadd_ps(v, sw, acc[c][j]);                                                          \
-        }                                                                                                           \
-    }                                                                                                               \
-    for (int j = 0; j < NT; j++) out[j] = _mm512_reduce_add_ps(_mm512_add_ps(acc[0][j], acc[1][j]));
+    const int64_t hb = bits == 5 ? 8 : bits == 6 ? 16 : 0;                                                            \
+    const int64_t steps = bits == 8 ? (ngroups + 1) / 2 : ngroups;                                                    \
+    __m512 acc0[NI_MT_MAX], acc1[NI_MT_MAX]; /* two FMA chains: even and odd steps */                                 \
+    for (int j = 0; j < NT; j++) acc0[j] = acc1[j] = _mm512_setzero_ps();                                             \
+    int64_t s2 = 0;                                                                                                   \
+    for (; s2 + 2 <= steps; s2 += 2) {                                                                                \
+        NI_Q8_512_STEP(DOT, s2, acc0)                                                                                 \
+        NI_Q8_512_STEP(DOT, s2 + 1, acc1)                                                                             \
+    }                                                                                                                 \
+    if (s2 < steps) NI_Q8_512_STEP(DOT, s2, acc0)                                                                     \
+    for (int j = 0; j < NT; j++) out[j] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[j], acc1[j]));
 
 AVX512Q8 static inline __attribute__((always_inline)) void q8_512_nt(const int bits, const uint8_t *base,
                                                                  const uint8_t *high, const uint8_t *scales,
@@ -459,46 +487,54 @@ AVX2 void ni_q8p_groups_multi_avx2(int bits, const uint8_t *base, const uint8_t 
 
 /* q5/q6 high bits of the permuted lanes: bit m of the even mask is lane 2m,
  * bit 32 + m of the odd half lane 2m + 1 (pext of the high plane). */
+#define NI_Q8P_512_STEP(DOT, G, ACC)                                                                                  \
+    {                                                                                                                 \
+        const int64_t g = (G);                                                                                        \
+        __m256i b = _mm256_loadu_si256((const __m256i *)(base + 32 * g));                                             \
+        __m512i wv = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(b, m4)),                              \
+                                        _mm256_and_si256(_mm256_srli_epi16(b, 4), m4), 1);                            \
+        if (bits == 5) {                                                                                              \
+            uint64_t h;                                                                                               \
+            memcpy(&h, high + hb * g, 8);                                                                             \
+            __mmask64 m = _pext_u64(h, 0x5555555555555555ull) | (_pext_u64(h, 0xaaaaaaaaaaaaaaaaull) << 32);          \
+            wv = _mm512_or_si512(wv, _mm512_maskz_mov_epi8(m, _mm512_set1_epi8(0x10)));                               \
+        } else if (bits == 6) {                                                                                       \
+            uint64_t h0, h1;                                                                                          \
+            memcpy(&h0, high + hb * g, 8);                                                                            \
+            memcpy(&h1, high + hb * g + 8, 8);                                                                        \
+            uint64_t e4 = _pext_u64(h0, 0x1111111111111111ull) | (_pext_u64(h1, 0x1111111111111111ull) << 16);        \
+            uint64_t e5 = _pext_u64(h0, 0x2222222222222222ull) | (_pext_u64(h1, 0x2222222222222222ull) << 16);        \
+            uint64_t o4 = _pext_u64(h0, 0x4444444444444444ull) | (_pext_u64(h1, 0x4444444444444444ull) << 16);        \
+            uint64_t o5 = _pext_u64(h0, 0x8888888888888888ull) | (_pext_u64(h1, 0x8888888888888888ull) << 16);        \
+            wv = _mm512_or_si512(wv, _mm512_maskz_mov_epi8(e4 | (o4 << 32), _mm512_set1_epi8(0x10)));                 \
+            wv = _mm512_or_si512(wv, _mm512_maskz_mov_epi8(e5 | (o5 << 32), _mm512_set1_epi8(0x20)));                 \
+        }                                                                                                             \
+        wv = _mm512_sub_epi8(_mm512_xor_si512(wv, sg), sg);                                                           \
+        __m512 sw = _mm512_set1_ps(_cvtsh_ss((unsigned short)(scales[2 * g] | (scales[2 * g + 1] << 8))));            \
+        __m512i aw = _mm512_abs_epi8(wv);                                                                             \
+        __mmask64 neg = _mm512_movepi8_mask(wv);                                                                      \
+        for (int j = 0; j < NT; j++) {                                                                                \
+            __m512i xv = _mm512_loadu_si512((const void *)(xq + j * ldq + 64 * g));                                   \
+            __m512i sx = _mm512_mask_sub_epi8(xv, neg, _mm512_setzero_si512(), xv);                                   \
+            __m512i p = DOT;                                                                                          \
+            __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(p), _mm512_loadu_ps(xe + j * lde + 16 * g));                  \
+            ACC[j] = _mm512_fmadd_ps(v, sw, ACC[j]);                                                                  \
+        }                                                                                                             \
+    }
+
 #define NI_Q8P_512_BODY(DOT)                                                                                          \
-    const int64_t hb = bits == 5 ? 8 : bits == 6 ? 16 : 0;                                                          \
-    const __m256i m4 = _mm256_set1_epi8(0x0f);                                                                      \
-    const __m512i sg = _mm512_set1_epi8((char)(1 << (bits - 1)));                                                   \
-    __m512 acc[2][NI_MT_MAX];                                                                                       \
-    for (int j = 0; j < NT; j++) acc[0][j] = acc[1][j] = _mm512_setzero_ps();                                       \
-    for (int64_t g = 0; g < ngroups; g++) {                                                                         \
-        __m256i b = _mm256_loadu_si256((const __m256i *)(base + 32 * g));                                           \
-        __m512i wv = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(b, m4)),                            \
-                                        _mm256_and_si256(_mm256_srli_epi16(b, 4), m4), 1);                          \
-        if (bits == 5) {                                                                                            \
-            uint64_t h;                                                                                             \
-            memcpy(&h, high + hb * g, 8);                                                                           \
-            __mmask64 m = _pext_u64(h, 0x5555555555555555ull) | (_pext_u64(h, 0xaaaaaaaaaaaaaaaaull) << 32);        \
-            wv = _mm512_or_si512(wv, _mm512_maskz_mov_epi8(m, _mm512_set1_epi8(0x10)));                             \
-        } else if (bits == 6) {                                                                                     \
-            uint64_t h0, h1;                                                                                        \
-            memcpy(&h0, high + hb * g, 8);                                                                          \
-            memcpy(&h1, high + hb * g + 8, 8);                                                                      \
-            uint64_t e4 = _pext_u64(h0, 0x1111111111111111ull) | (_pext_u64(h1, 0x1111111111111111ull) << 16);     \
-            uint64_t e5 = _pext_u64(h0, 0x2222222222222222ull) | (_pext_u64(h1, 0x2222222222222222ull) << 16);     \
-            uint64_t o4 = _pext_u64(h0, 0x4444444444444444ull) | (_pext_u64(h1, 0x4444444444444444ull) << 16);     \
-            uint64_t o5 = _pext_u64(h0, 0x8888888888888888ull) | (_pext_u64(h1, 0x8888888888888888ull) << 16);     \
-            wv = _mm512_or_si512(wv, _mm512_maskz_mov_epi8(e4 | (o4 << 32), _mm512_set1_epi8(0x10)));               \
-            wv = _mm512_or_si512(wv, _mm512_maskz_mov_epi8(e5 | (o5 << 32), _mm512_set1_epi8(0x20)));               \
-        }                                                                                                           \
-        wv = _mm512_sub_epi8(_mm512_xor_si512(wv, sg), sg);                                                         \
-        __m512 sw = _mm512_set1_ps(_cvtsh_ss((unsigned short)(scales[2 * g] | (scales[2 * g + 1] << 8))));         \
-        __m512i aw = _mm512_abs_epi8(wv);                                                                           \
-        __mmask64 neg = _mm512_movepi8_mask(wv);                                                                    \
-        int c = (int)(g & 1);                                                                                       \
-        for (int j = 0; j < NT; j++) {                                                                              \
-            __m512i xv = _mm512_loadu_si512((const void *)(xq + j * ldq + 64 * g));                                \
-            __m512i sx = _mm512_mask_sub_epi8(xv, neg, _mm512_setzero_si512(), xv);                                 \
-            __m512i p = DOT;                                                                                        \
-            __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(p), _mm512_loadu_ps(xe + j * lde + 16 * g));                \
-            acc[c][j] = _mm512_fmadd_ps(v, sw, acc[c][j]);                                                          \
-        }                                                                                                           \
-    }                                                                                                               \
-    for (int j = 0; j < NT; j++) out[j] = _mm512_reduce_add_ps(_mm512_add_ps(acc[0][j], acc[1][j]));
+    const int64_t hb = bits == 5 ? 8 : bits == 6 ? 16 : 0;                                                            \
+    const __m256i m4 = _mm256_set1_epi8(0x0f);                                                                        \
+    const __m512i sg = _mm512_set1_epi8((char)(1 << (bits - 1)));                                                     \
+    __m512 acc0[NI_MT_MAX], acc1[NI_MT_MAX]; /* two FMA chains: even and odd groups */                                \
+    for (int j = 0; j < NT; j++) acc0[j] = acc1[j] = _mm512_setzero_ps();                                             \
+    int64_t g2 = 0;                                                                                                   \
+    for (; g2 + 2 <= ngroups; g2 += 2) {                                                                              \
+        NI_Q8P_512_STEP(DOT, g2, acc0)                                                                                \
+        NI_Q8P_512_STEP(DOT, g2 + 1, acc1)                                                                            \
+    }                                                                                                                 \
+    if (g2 < ngroups) NI_Q8P_512_STEP(DOT, g2, acc0)                                                                  \
+    for (int j = 0; j < NT; j++) out[j] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[j], acc1[j]));
 
 AVX512Q8P static inline __attribute__((always_inline)) void q8p_512_nt(const int bits, const uint8_t *base,
                                                                    const uint8_t *high, const uint8_t *scales,
