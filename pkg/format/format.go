@@ -9,6 +9,8 @@ package format
 import (
 	"fmt"
 	"math/bits"
+
+	"github.com/ninfer/ninfer/pkg/termsafe"
 )
 
 // Format is a tensor storage format, named by its v3 string.
@@ -64,7 +66,7 @@ func Parse(name string) (Format, error) {
 			return f, nil
 		}
 	}
-	return "", fmt.Errorf("unknown tensor format %q", name)
+	return "", fmt.Errorf("unknown tensor format %s", termsafe.Quote(name))
 }
 
 // ParseV2 returns the format named by a v2 (uppercase) string.
@@ -72,7 +74,7 @@ func ParseV2(name string) (Format, error) {
 	if f, ok := v2Names[name]; ok {
 		return f, nil
 	}
-	return "", fmt.Errorf("unknown v2 tensor format %q", name)
+	return "", fmt.Errorf("unknown v2 tensor format %s", termsafe.Quote(name))
 }
 
 // ParseLayout returns the layout named by a v3 string.
@@ -81,7 +83,7 @@ func ParseLayout(name string) (Layout, error) {
 	case Contiguous, RowSplit, BlockScale, RowScale:
 		return l, nil
 	}
-	return "", fmt.Errorf("unknown storage layout %q", name)
+	return "", fmt.Errorf("unknown storage layout %s", termsafe.Quote(name))
 }
 
 // ParseLayoutV2 returns the layout named by a v2 string.
@@ -89,7 +91,7 @@ func ParseLayoutV2(name string) (Layout, error) {
 	if l, ok := v2Layouts[name]; ok {
 		return l, nil
 	}
-	return "", fmt.Errorf("unknown v2 storage layout %q", name)
+	return "", fmt.Errorf("unknown v2 storage layout %s", termsafe.Quote(name))
 }
 
 // LayoutOf returns the one storage layout a format is stored in.
@@ -280,5 +282,5 @@ func EncodedSize(f Format, shape []int64) (int64, error) {
 			return g.Bytes, err
 		}
 	}
-	return 0, fmt.Errorf("unknown tensor format %q", string(f))
+	return 0, fmt.Errorf("unknown tensor format %s", termsafe.Quote(string(f)))
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ninfer/ninfer/pkg/qwen35"
 	"github.com/ninfer/ninfer/pkg/safetensors"
+	"github.com/ninfer/ninfer/pkg/termsafe"
 )
 
 // File names inside a model directory.
@@ -204,7 +205,7 @@ func (d *Dir) openSharded(idxPath string, idxBytes []byte) error {
 	shardSet := map[string]bool{}
 	for name, shard := range idx.WeightMap {
 		if shard == "" || shard != filepath.Base(shard) || shard == "." || shard == ".." || strings.ContainsAny(shard, `/\`) {
-			return fmt.Errorf("hfdir: %s: tensor %q maps to invalid shard file name %q", idxPath, name, shard)
+			return fmt.Errorf("hfdir: %s: tensor %s maps to invalid shard file name %s", idxPath, termsafe.Quote(name), termsafe.Quote(shard))
 		}
 		shardSet[shard] = true
 	}
@@ -225,7 +226,7 @@ func (d *Dir) openSharded(idxPath string, idxBytes []byte) error {
 		d.files = append(d.files, f)
 		for _, t := range f.Tensors() {
 			if prev, dup := owner[t.Name]; dup {
-				return fmt.Errorf("hfdir: %s: tensor %q is in both %s and %s", d.Path, t.Name, prev, s)
+				return fmt.Errorf("hfdir: %s: tensor %s is in both %s and %s", d.Path, termsafe.Quote(t.Name), prev, s)
 			}
 			owner[t.Name] = s
 			d.index[t.Name] = entry{file: f, info: t}
@@ -239,9 +240,9 @@ func (d *Dir) openSharded(idxPath string, idxBytes []byte) error {
 	for _, n := range names {
 		if got := owner[n]; got != idx.WeightMap[n] {
 			if got == "" {
-				return fmt.Errorf("hfdir: %s: tensor %q listed in %s is not in shard %s", d.Path, n, IndexFile, idx.WeightMap[n])
+				return fmt.Errorf("hfdir: %s: tensor %s listed in %s is not in shard %s", d.Path, termsafe.Quote(n), IndexFile, idx.WeightMap[n])
 			}
-			return fmt.Errorf("hfdir: %s: tensor %q is in shard %s, %s says %s", d.Path, n, got, IndexFile, idx.WeightMap[n])
+			return fmt.Errorf("hfdir: %s: tensor %s is in shard %s, %s says %s", d.Path, termsafe.Quote(n), got, IndexFile, idx.WeightMap[n])
 		}
 	}
 	return nil
@@ -364,7 +365,7 @@ func (d *Dir) Resource(name string) ([]byte, error) {
 		known = known || n == name
 	}
 	if !known {
-		return nil, fmt.Errorf("hfdir: %q is not a known resource file (want one of %s)", name, strings.Join(ResourceNames, ", "))
+		return nil, fmt.Errorf("hfdir: %s is not a known resource file (want one of %s)", termsafe.Quote(name), strings.Join(ResourceNames, ", "))
 	}
 	b, err := os.ReadFile(filepath.Join(d.Path, name))
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/ninfer/ninfer/pkg/backend"
 	"github.com/ninfer/ninfer/pkg/format"
 	"github.com/ninfer/ninfer/pkg/qwen35"
+	"github.com/ninfer/ninfer/pkg/termsafe"
 )
 
 // Weights adapts a mapped artifact to engine.Weights.
@@ -33,7 +34,7 @@ func OpenWeights(path string) (*Weights, error) {
 	}
 	if f.Architecture != qwen35.Architecture {
 		f.Close()
-		return nil, fmt.Errorf("%s: architecture %q is not supported (want %s)", path, f.Architecture, qwen35.Architecture)
+		return nil, fmt.Errorf("%s: architecture %s is not supported (want %s)", path, termsafe.Quote(f.Architecture), qwen35.Architecture)
 	}
 	cfg, err := f.Config()
 	if err != nil {
@@ -120,7 +121,7 @@ func NewBackend(name string, threads int) (be backend.Backend, chosen, note stri
 		}
 		return g, BackendCUDA, "", nil
 	}
-	return nil, "", "", fmt.Errorf("unknown backend %q (want auto, cpu or cuda)", name)
+	return nil, "", "", fmt.Errorf("unknown backend %s (want auto, cpu or cuda)", termsafe.Quote(name))
 }
 
 // threadsNote warns when --threads asks for more threads than the machine

@@ -11,6 +11,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/ninfer/ninfer/pkg/termsafe"
 )
 
 // Architecture is the architecture string the engine serves.
@@ -117,7 +119,7 @@ func (c Config) Validate() error {
 	}
 	for i, t := range c.LayerTypes {
 		if t != FullAttention && t != LinearAttention {
-			return fmt.Errorf("config: layer_types[%d] is %q, want %q or %q", i, t, FullAttention, LinearAttention)
+			return fmt.Errorf("config: layer_types[%d] is %s, want %q or %q", i, termsafe.Quote(t), FullAttention, LinearAttention)
 		}
 	}
 	if c.NumAttentionHeads%c.NumKeyValueHeads != 0 {
@@ -406,10 +408,10 @@ func ParseHFConfigDefaults(data []byte) (Config, Layout, []Default, error) {
 		if name == "" {
 			name = "model_type " + root.ModelType
 		}
-		return Config{}, 0, nil, fmt.Errorf("config.json: unsupported architecture %q (want %s or Qwen3_5ForConditionalGeneration)", name, Architecture)
+		return Config{}, 0, nil, fmt.Errorf("config.json: unsupported architecture %s (want %s or Qwen3_5ForConditionalGeneration)", termsafe.Quote(name), Architecture)
 	}
 	if text.HiddenAct != "" && text.HiddenAct != "silu" {
-		return Config{}, 0, nil, fmt.Errorf("config.json: unsupported hidden_act %q (want silu)", text.HiddenAct)
+		return Config{}, 0, nil, fmt.Errorf("config.json: unsupported hidden_act %s (want silu)", termsafe.Quote(text.HiddenAct))
 	}
 	if text.AttentionBias {
 		return Config{}, 0, nil, fmt.Errorf("config.json: attention_bias=true is not supported")
@@ -484,7 +486,7 @@ func ParseHFConfigDefaults(data []byte) (Config, Layout, []Default, error) {
 		rt = rope.Type
 	}
 	if rt != "" && rt != "default" && rt != "mrope" {
-		return Config{}, 0, nil, fmt.Errorf("config.json: unsupported rope_type %q", rt)
+		return Config{}, 0, nil, fmt.Errorf("config.json: unsupported rope_type %s", termsafe.Quote(rt))
 	}
 	flt := func(field string, inRope, top *float64, def float64) float64 {
 		switch {

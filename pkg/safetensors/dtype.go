@@ -9,6 +9,8 @@ package safetensors
 import (
 	"fmt"
 	"math/bits"
+
+	"github.com/ninfer/ninfer/pkg/termsafe"
 )
 
 // DType is a safetensors element type, spelled as in the header.
@@ -59,7 +61,7 @@ func (d DType) Known() bool { return dtypeBits[d] != 0 }
 func ByteSize(d DType, shape []int64) (int64, error) {
 	b := dtypeBits[d]
 	if b == 0 {
-		return 0, fmt.Errorf("unknown dtype %q", string(d))
+		return 0, fmt.Errorf("unknown dtype %s", termsafe.Quote(string(d)))
 	}
 	n := uint64(1)
 	for _, s := range shape {

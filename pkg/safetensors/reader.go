@@ -11,6 +11,7 @@ import (
 	"sort"
 	"unicode/utf8"
 
+	"github.com/ninfer/ninfer/pkg/termsafe"
 	"golang.org/x/sys/unix"
 )
 
@@ -205,12 +206,12 @@ func parse(buf []byte) (*header, error) {
 			return nil, fmt.Errorf("header has a tensor with an empty name")
 		}
 		if seen[name] {
-			return nil, fmt.Errorf("duplicate header key %q", name)
+			return nil, fmt.Errorf("duplicate header key %s", termsafe.Quote(name))
 		}
 		seen[name] = true
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			return nil, fmt.Errorf("header JSON: value of %q: %w", name, err)
+			return nil, fmt.Errorf("header JSON: value of %s: %w", termsafe.Quote(name), err)
 		}
 		if name == metadataKey {
 			md, err := parseMetadata(raw)
@@ -254,43 +255,43 @@ func parseMetadata(raw json.RawMessage) (map[string]string, error) {
 func parseInfo(name string, raw json.RawMessage, dataLen int64) (TensorInfo, error) {
 	var ri rawInfo
 	if err := json.Unmarshal(raw, &ri); err != nil {
-		return TensorInfo{}, fmt.Errorf("tensor %q: %w", name, err)
+		return TensorInfo{}, fmt.Errorf("tensor %s: %w", termsafe.Quote(name), err)
 	}
 	if ri.DType == nil || ri.Shape == nil || ri.DataOffsets == nil {
-		return TensorInfo{}, fmt.Errorf("tensor %q: needs dtype, shape and data_offsets", name)
+		return TensorInfo{}, fmt.Errorf("tensor %s: needs dtype, shape and data_offsets", termsafe.Quote(name))
 	}
 	t := TensorInfo{Name: name, DType: DType(*ri.DType), Shape: *ri.Shape}
 	if t.Shape == nil {
 		t.Shape = []int64{}
 	}
 	if !t.DType.Known() {
-		return TensorInfo{}, fmt.Errorf("tensor %q: unknown dtype %q", name, *ri.DType)
+		return TensorInfo{}, fmt.Errorf("tensor %s: unknown dtype %s", termsafe.Quote(name), termsafe.Quote(*ri.DType))
 	}
 	size, err := ByteSize(t.DType, t.Shape)
 	if err != nil {
-		return TensorInfo{}, fmt.Errorf("tensor %q: %w", name, err)
+		return TensorInfo{}, fmt.Errorf("tensor %s: %w", termsafe.Quote(name), err)
 	}
 	offs := *ri.DataOffsets
 	if len(offs) != 2 {
-		return TensorInfo{}, fmt.Errorf("tensor %q: data_offsets has %d entries, want 2", name, len(offs))
+		return TensorInfo{}, fmt.Errorf("tensor %s: data_offsets has %d entries, want 2", termsafe.Quote(name), len(offs))
 	}
 	var be [2]int64
 	for i, o := range offs {
 		var v uint64
 		if err := json.Unmarshal(o, &v); err != nil {
-			return TensorInfo{}, fmt.Errorf("tensor %q: data_offsets[%d] %s is not a non-negative integer", name, i, string(o))
+			return TensorInfo{}, fmt.Errorf("tensor %s: data_offsets[%d] %s is not a non-negative integer", termsafe.Quote(name), i, string(o))
 		}
 		if v > uint64(dataLen) {
-			return TensorInfo{}, fmt.Errorf("tensor %q: data_offsets[%d]=%d lies beyond the %d-byte data buffer", name, i, v, dataLen)
+			return TensorInfo{}, fmt.Errorf("tensor %s: data_offsets[%d]=%d lies beyond the %d-byte data buffer", termsafe.Quote(name), i, v, dataLen)
 		}
 		be[i] = int64(v)
 	}
 	t.Begin, t.End = be[0], be[1]
 	if t.End < t.Begin {
-		return TensorInfo{}, fmt.Errorf("tensor %q: data_offsets [%d,%d] end before begin", name, t.Begin, t.End)
+		return TensorInfo{}, fmt.Errorf("tensor %s: data_offsets [%d,%d] end before begin", termsafe.Quote(name), t.Begin, t.End)
 	}
 	if t.End-t.Begin != size {
-		return TensorInfo{}, fmt.Errorf("tensor %q: %s %v needs %d bytes, data_offsets [%d,%d] span %d", name, t.DType, t.Shape, size, t.Begin, t.End, t.End-t.Begin)
+		return TensorInfo{}, fmt.Errorf("tensor %s: %s %v needs %d bytes, data_offsets [%d,%d] span %d", termsafe.Quote(name), t.DType, t.Shape, size, t.Begin, t.End, t.End-t.Begin)
 	}
 	return t, nil
 }
@@ -315,7 +316,7 @@ func checkOverlaps(ts []TensorInfo) error {
 			continue
 		}
 		if prev != nil && t.Begin < prev.End {
-			return fmt.Errorf("tensors %q [%d,%d] and %q [%d,%d] overlap", prev.Name, prev.Begin, prev.End, t.Name, t.Begin, t.End)
+			return fmt.Errorf("tensors %s [%d,%d] and %s [%d,%d] overlap", termsafe.Quote(prev.Name), prev.Begin, prev.End, termsafe.Quote(t.Name), t.Begin, t.End)
 		}
 		prev = t
 	}

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/ninfer/ninfer/pkg/termsafe"
 )
 
 // NamedTensor is one tensor to write.
@@ -128,18 +130,18 @@ func Header(tensors []NamedTensor, metadata map[string]string) ([]byte, error) {
 	var off int64
 	for _, t := range tensors {
 		if t.Name == "" || t.Name == metadataKey || !utf8.ValidString(t.Name) {
-			return nil, fmt.Errorf("invalid tensor name %q", t.Name)
+			return nil, fmt.Errorf("invalid tensor name %s", termsafe.Quote(t.Name))
 		}
 		if seen[t.Name] {
-			return nil, fmt.Errorf("duplicate tensor name %q", t.Name)
+			return nil, fmt.Errorf("duplicate tensor name %s", termsafe.Quote(t.Name))
 		}
 		seen[t.Name] = true
 		size, err := ByteSize(t.DType, t.Shape)
 		if err != nil {
-			return nil, fmt.Errorf("tensor %q: %w", t.Name, err)
+			return nil, fmt.Errorf("tensor %s: %w", termsafe.Quote(t.Name), err)
 		}
 		if int64(len(t.Data)) != size {
-			return nil, fmt.Errorf("tensor %q: %s %v needs %d bytes, have %d", t.Name, t.DType, t.Shape, size, len(t.Data))
+			return nil, fmt.Errorf("tensor %s: %s %v needs %d bytes, have %d", termsafe.Quote(t.Name), t.DType, t.Shape, size, len(t.Data))
 		}
 		sep()
 		writeJSONString(&b, t.Name)

@@ -1,0 +1,96 @@
+package hfdir_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ninfer/ninfer/pkg/hfdir"
+	"github.com/ninfer/ninfer/pkg/safetensors"
+	"github.com/ninfer/ninfer/pkg/testmodel"
+)
+
+// checkInertError fails unless err is a short, one-line message: no control
+// byte (< 0x20 or 0x7f) and under 1 KiB, with want (the quoted form of the
+// untrusted string) in it.
+func checkInertError(t *testing.T, err error, want string) {
+	t.Helper()
+	if err == nil {
+		t.Fatal("no error")
+	}
+	msg := err.Error()
+	for i := 0; i < len(msg); i++ {
+		if c := msg[i]; c < 0x20 || c == 0x7f {
+			t.Fatalf("error holds control byte %#x at %d: %q", c, i, msg)
+		}
+	}
+	if len(msg) >= 1024 {
+		t.Fatalf("error is %d bytes long: %.200q…", len(msg), msg)
+	}
+	if !strings.Contains(msg, want) {
+		t.Fatalf("error %q does not contain %q", msg, want)
+	}
+}
+
+// TestOpenErrorsQuoteUntrustedNames feeds tensor names, shard names and
+// config values holding terminal escapes, or 100,000 bytes long, through
+// Open (and a resource name through Resource).
+func TestOpenErrorsQuoteUntrustedNames(t *testing.T) {
+	const ctrl = "\x1b[31mred\x07"
+	long := strings.Repeat("n", 100_000)
+	const ctrlQ, longQ = `"\x1b[31mred\a"`, "(100000 bytes)"
+	const shard1, shard2 = "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"
+	sharded := func(o *testmodel.Options) { o.Shards = 2 }
+	indexEntry := func(name, shard string) func(t *testing.T, dir string) {
+		return func(t *testing.T, dir string) {
+			editJSON(t, filepath.Join(dir, hfdir.IndexFile), func(m map[string]any) {
+				m["weight_map"].(map[string]any)[name] = shard
+			})
+		}
+	}
+	inBothShards := func(name string) func(t *testing.T, dir string) {
+		return func(t *testing.T, dir string) {
+			for _, s := range []string{shard1, shard2} {
+				rewrite(t, filepath.Join(dir, s), func(ts []safetensors.NamedTensor) []safetensors.NamedTensor {
+					return append(ts, safetensors.NamedTensor{Name: name, DType: safetensors.BF16, Shape: []int64{1}, Data: []byte{0, 0}})
+				})
+			}
+		}
+	}
+	arch := func(a string) func(t *testing.T, dir string) {
+		return func(t *testing.T, dir string) {
+			editJSON(t, filepath.Join(dir, hfdir.ConfigFile), func(m map[string]any) { m["architectures"] = []string{a} })
+		}
+	}
+	cases := []struct {
+		name string
+		mut  func(*testmodel.Options)
+		edit func(t *testing.T, dir string)
+		want string
+	}{
+		{"ctrl_index_tensor_not_in_shard", sharded, indexEntry(ctrl, shard1), ctrlQ},
+		{"long_index_tensor_not_in_shard", sharded, indexEntry(long, shard1), longQ},
+		{"ctrl_invalid_shard_name", sharded, indexEntry("model.norm.weight", ctrl+"/x"), `"\x1b[31mred\a/x"`},
+		{"long_invalid_shard_name", sharded, indexEntry("model.norm.weight", "../"+long), "(100003 bytes)"},
+		{"ctrl_tensor_in_both_shards", sharded, inBothShards(ctrl), ctrlQ},
+		{"long_tensor_in_both_shards", sharded, inBothShards(long), longQ},
+		{"ctrl_architecture", nil, arch(ctrl), ctrlQ},
+		{"long_architecture", nil, arch(long), longQ},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := gen(t, c.mut)
+			c.edit(t, dir)
+			d, err := hfdir.Open(dir)
+			if err == nil {
+				d.Close()
+			}
+			checkInertError(t, err, c.want)
+		})
+	}
+	d := open(t, gen(t, nil))
+	for _, in := range []struct{ name, want string }{{ctrl, ctrlQ}, {long, longQ}} {
+		_, err := d.Resource(in.name)
+		checkInertError(t, err, in.want)
+	}
+}

@@ -1,0 +1,79 @@
+package safetensors
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// checkInertError fails unless err is a short, one-line message: no control
+// byte (< 0x20 or 0x7f) and under 1 KiB, with want (the quoted form of the
+// untrusted string) in it.
+func checkInertError(t *testing.T, err error, want string) {
+	t.Helper()
+	if err == nil {
+		t.Fatal("no error")
+	}
+	msg := err.Error()
+	for i := 0; i < len(msg); i++ {
+		if c := msg[i]; c < 0x20 || c == 0x7f {
+			t.Fatalf("error holds control byte %#x at %d: %q", c, i, msg)
+		}
+	}
+	if len(msg) >= 1024 {
+		t.Fatalf("error is %d bytes long: %.200q…", len(msg), msg)
+	}
+	if !strings.Contains(msg, want) {
+		t.Fatalf("error %q does not contain %q", msg, want)
+	}
+}
+
+// TestErrorsQuoteUntrustedNames feeds tensor names and dtypes holding
+// terminal escapes, or 100,000 bytes long, through FromBytes and Encode.
+func TestErrorsQuoteUntrustedNames(t *testing.T) {
+	const ctrl = "\x1b[31mred\x07"
+	long := strings.Repeat("n", 100_000)
+	const ctrlQ, longQ = `"\x1b[31mred\a"`, "(100000 bytes)"
+	js := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	info := func(dtype string, b, e int) string {
+		return `{"dtype":` + js(dtype) + `,"shape":[1],"data_offsets":[` + string(rune('0'+b)) + `,` + string(rune('0'+e)) + `]}`
+	}
+	parseCases := []struct {
+		name, hdr, want string
+	}{
+		{"ctrl_name_unknown_dtype", `{` + js(ctrl) + `:` + info("Q4", 0, 1) + `}`, ctrlQ},
+		{"long_name_unknown_dtype", `{` + js(long) + `:` + info("Q4", 0, 1) + `}`, longQ},
+		{"ctrl_dtype", `{"a":` + info(ctrl, 0, 1) + `}`, ctrlQ},
+		{"long_dtype", `{"a":` + info(long, 0, 1) + `}`, longQ},
+		{"ctrl_name_missing_fields", `{` + js(ctrl) + `:{"dtype":"U8"}}`, ctrlQ},
+		{"long_name_missing_fields", `{` + js(long) + `:{"dtype":"U8"}}`, longQ},
+		{"ctrl_duplicate", `{` + js(ctrl) + `:` + info("U8", 0, 1) + `,` + js(ctrl) + `:` + info("U8", 1, 2) + `}`, ctrlQ},
+		{"long_duplicate", `{` + js(long) + `:` + info("U8", 0, 1) + `,` + js(long) + `:` + info("U8", 1, 2) + `}`, longQ},
+		{"ctrl_overlap", `{` + js(ctrl) + `:` + info("U8", 0, 1) + `,` + js(ctrl+"2") + `:{"dtype":"U8","shape":[2],"data_offsets":[0,2]}}`, `"\x1b[31mred\a"`},
+		{"long_overlap", `{` + js(long) + `:` + info("U8", 0, 1) + `,` + js(long+"2") + `:{"dtype":"U8","shape":[2],"data_offsets":[0,2]}}`, longQ},
+		{"ctrl_past_buffer", `{` + js(ctrl) + `:` + info("U8", 0, 9) + `}`, ctrlQ},
+		{"long_bad_value", `{` + js(long) + `:7}`, longQ},
+	}
+	for _, c := range parseCases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := FromBytes("t.safetensors", image(c.hdr, 4))
+			checkInertError(t, err, c.want)
+		})
+	}
+	encodeCases := []struct {
+		name   string
+		tensor NamedTensor
+		want   string
+	}{
+		{"encode_ctrl_invalid_utf8_name", NamedTensor{Name: ctrl + "\xff", DType: U8, Shape: []int64{1}, Data: []byte{0}}, `"\x1b[31mred\a\xff"`},
+		{"encode_long_name_size", NamedTensor{Name: long, DType: U8, Shape: []int64{2}, Data: []byte{0}}, longQ},
+		{"encode_ctrl_dtype", NamedTensor{Name: "a", DType: DType(ctrl), Shape: []int64{1}, Data: []byte{0}}, ctrlQ},
+		{"encode_long_dtype", NamedTensor{Name: "a", DType: DType(long), Shape: []int64{1}, Data: []byte{0}}, longQ},
+	}
+	for _, c := range encodeCases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Encode([]NamedTensor{c.tensor}, nil)
+			checkInertError(t, err, c.want)
+		})
+	}
+}
