@@ -9,6 +9,7 @@ import (
 
 	"github.com/ninfer/ninfer/pkg/format"
 	"github.com/ninfer/ninfer/pkg/qwen35"
+	"github.com/ninfer/ninfer/pkg/termsafe"
 )
 
 // Member sets of the closed v3 schema.
@@ -58,7 +59,7 @@ func (f *File) parseDirectoryV3(js []byte) error {
 	if s, err := root.str("format"); err != nil {
 		return f.errf("", "directory: %v", err)
 	} else if s != DirectoryFormat {
-		return f.errf("", "directory: format is %q, want %q", s, DirectoryFormat)
+		return f.errf("", "directory: format is %s, want %q", termsafe.Quote(s), DirectoryFormat)
 	}
 	if v, err := root.uint("version"); err != nil {
 		return f.errf("", "directory: %v", err)
@@ -69,7 +70,7 @@ func (f *File) parseDirectoryV3(js []byte) error {
 		return f.errf("", "directory: %v", err)
 	}
 	if f.Architecture != qwen35.Architecture {
-		return f.errf("", "unsupported architecture %q (want %s)", f.Architecture, qwen35.Architecture)
+		return f.errf("", "unsupported architecture %s (want %s)", termsafe.Quote(f.Architecture), qwen35.Architecture)
 	}
 	if f.Name, err = root.str("name"); err != nil {
 		return f.errf("", "directory: %v", err)
@@ -207,12 +208,12 @@ func checkID(id string) error {
 	}
 	for i := 0; i < len(id); i++ {
 		if c := id[i]; c <= ' ' || c >= 0x7f || c == '"' || c == '\\' {
-			return fmt.Errorf("object id %q has a character outside printable ASCII (or a space, quote or backslash)", id)
+			return fmt.Errorf("object id %s has a character outside printable ASCII (or a space, quote or backslash)", termsafe.Quote(id))
 		}
 	}
 	for _, seg := range strings.Split(id, "/") {
 		if seg == "" {
-			return fmt.Errorf("object id %q has an empty path segment", id)
+			return fmt.Errorf("object id %s has an empty path segment", termsafe.Quote(id))
 		}
 	}
 	return nil
@@ -234,19 +235,19 @@ func (f *File) parseObjectV3(i int, raw json.RawMessage) (Object, error) {
 			return *o, e.bad("%v", err)
 		}
 		if !isLowerHex(o.SHA256, 64) {
-			return *o, e.bad("sha256 %q is not 64 lowercase hex digits", o.SHA256)
+			return *o, e.bad("sha256 %s is not 64 lowercase hex digits", termsafe.Quote(o.SHA256))
 		}
 	}
 	if o.Kind == KindResource {
 		if o.Component != ComponentFrontend {
-			return *o, e.bad("resource component is %q, want %q", o.Component, ComponentFrontend)
+			return *o, e.bad("resource component is %s, want %q", termsafe.Quote(o.Component), ComponentFrontend)
 		}
 		err = e.readResource(syntaxV3)
 	} else {
 		switch o.Component {
 		case ComponentText, ComponentMTP, ComponentProposal:
 		default:
-			return *o, e.bad("unknown tensor component %q (want text, mtp or proposal)", o.Component)
+			return *o, e.bad("unknown tensor component %s (want text, mtp or proposal)", termsafe.Quote(o.Component))
 		}
 		err = e.readTensor(syntaxV3)
 	}
@@ -293,7 +294,7 @@ func (f *File) checkComponents() error {
 	for _, id := range f.Resources {
 		o, ok := f.Object(id)
 		if !ok {
-			return f.errf("", "directory: components.text.resources names %q, which is not an object", id)
+			return f.errf("", "directory: components.text.resources names %s, which is not an object", termsafe.Quote(id))
 		}
 		if o.Kind != KindResource {
 			return f.errf("", "directory: components.text.resources names %q, which is a %s", id, o.Kind)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+
+	"github.com/ninfer/ninfer/pkg/termsafe"
 )
 
 // The helpers below implement the closed-schema rules of the directory:
@@ -42,7 +44,7 @@ func parseObject(raw json.RawMessage) (*jsonObject, error) {
 			return nil, err
 		}
 		if _, dup := o.vals[k]; dup {
-			return nil, fmt.Errorf("duplicate member %q", k)
+			return nil, fmt.Errorf("duplicate member %s", termsafe.Quote(k))
 		}
 		o.keys = append(o.keys, k)
 		o.vals[k] = v
@@ -68,7 +70,7 @@ func (o *jsonObject) exact(required, optional []string) error {
 	}
 	for _, k := range o.keys {
 		if !allowed[k] {
-			return fmt.Errorf("unexpected member %q", k)
+			return fmt.Errorf("unexpected member %s", termsafe.Quote(k))
 		}
 		if kindOf(o.vals[k]) == 'n' {
 			return fmt.Errorf("member %q is null", k)
@@ -132,6 +134,22 @@ func asString(name string, raw json.RawMessage) (string, error) {
 	return s, nil
 }
 
+// numberText is a raw JSON value (usually a number literal) for a message:
+// as written when it is short and holds no control byte (a number literal
+// never does), else quoted and cut to an excerpt (termsafe.QuoteBytes): an
+// array or object value may span lines.
+func numberText(b []byte) string {
+	if len(b) > termsafe.MaxExcerpt {
+		return termsafe.QuoteBytes(b)
+	}
+	for _, c := range b {
+		if c < 0x20 || c == 0x7f {
+			return termsafe.QuoteBytes(b)
+		}
+	}
+	return string(b)
+}
+
 // asUint parses a non-negative integer written as a plain decimal literal
 // (no sign, fraction or exponent) that fits in int64.
 func asUint(name string, raw json.RawMessage) (int64, error) {
@@ -141,15 +159,15 @@ func asUint(name string, raw json.RawMessage) (int64, error) {
 	}
 	for _, c := range b {
 		if c < '0' || c > '9' {
-			return 0, fmt.Errorf("%s must be a non-negative integer, got %s", name, b)
+			return 0, fmt.Errorf("%s must be a non-negative integer, got %s", name, numberText(b))
 		}
 	}
 	if len(b) > 1 && b[0] == '0' {
-		return 0, fmt.Errorf("%s must be a non-negative integer, got %s", name, b)
+		return 0, fmt.Errorf("%s must be a non-negative integer, got %s", name, numberText(b))
 	}
 	v, err := strconv.ParseUint(string(b), 10, 64)
 	if err != nil || v > math.MaxInt64 {
-		return 0, fmt.Errorf("%s %s is out of range", name, b)
+		return 0, fmt.Errorf("%s %s is out of range", name, numberText(b))
 	}
 	return int64(v), nil
 }

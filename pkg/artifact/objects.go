@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ninfer/ninfer/pkg/format"
+	"github.com/ninfer/ninfer/pkg/termsafe"
 )
 
 // objectSyntax is what the v3 and v2 directories spell differently in an
@@ -93,7 +94,7 @@ func (f *File) parseObjectHead(i int, raw json.RawMessage, s *objectSyntax) (*ob
 	case KindResource:
 		err = m.exact(s.resourceMembers, s.optional)
 	default:
-		return nil, e.bad("unknown kind %q (want %q or %q)", o.Kind, KindTensor, KindResource)
+		return nil, e.bad("unknown kind %s (want %q or %q)", termsafe.Quote(o.Kind), KindTensor, KindResource)
 	}
 	if err == nil && s.component {
 		o.Component, err = m.str("component")
@@ -118,7 +119,7 @@ func (e *objectEntry) readResource(s *objectSyntax) error {
 		return err
 	}
 	if enc != s.encoding {
-		return fmt.Errorf("unknown resource encoding %q (want %q)", enc, s.encoding)
+		return fmt.Errorf("unknown resource encoding %s (want %q)", termsafe.Quote(enc), s.encoding)
 	}
 	e.o.Encoding = ResourceEncoding
 	if e.o.Bytes == 0 {

@@ -42,8 +42,14 @@ var ResourceNames = []string{
 // SupportedDTypes are the checkpoint weight dtypes the converter accepts.
 var SupportedDTypes = []safetensors.DType{safetensors.BF16, safetensors.F16, safetensors.F32}
 
-// maxListed bounds how many unknown tensor names an error lists.
-const maxListed = 5
+// maxListed bounds how many unknown tensor names an error lists, and
+// maxListedBytes their quoted length together (past the first name): each
+// name is quoted and cut by termsafe.Quote, but 64 escaped runes can still
+// take 640 bytes.
+const (
+	maxListed      = 5
+	maxListedBytes = 320
+)
 
 type entry struct {
 	file *safetensors.File
@@ -158,7 +164,7 @@ func parseIDs(raw json.RawMessage) ([]int, error) {
 	}
 	var many []int
 	if err := json.Unmarshal(raw, &many); err != nil {
-		return nil, fmt.Errorf("want an integer or an array of integers, got %s", s)
+		return nil, fmt.Errorf("want an integer or an array of integers, got %s", termsafe.Quote(s))
 	}
 	return many, nil
 }
@@ -216,8 +222,16 @@ func (d *Dir) openSharded(idxPath string, idxBytes []byte) error {
 	owner := map[string]string{}
 	for _, s := range d.Shards {
 		p := filepath.Join(d.Path, s)
-		if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("hfdir: %s: shard %s listed in %s is missing", d.Path, s, IndexFile)
+		if _, err := os.Stat(p); err != nil {
+			// The path error would repeat the index's shard name raw.
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			if errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("hfdir: %s: shard %s listed in %s is missing", d.Path, termsafe.Quote(s), IndexFile)
+			}
+			return fmt.Errorf("hfdir: %s: shard %s listed in %s: %w", d.Path, termsafe.Quote(s), IndexFile, err)
 		}
 		f, err := safetensors.Open(p)
 		if err != nil {
@@ -226,7 +240,7 @@ func (d *Dir) openSharded(idxPath string, idxBytes []byte) error {
 		d.files = append(d.files, f)
 		for _, t := range f.Tensors() {
 			if prev, dup := owner[t.Name]; dup {
-				return fmt.Errorf("hfdir: %s: tensor %s is in both %s and %s", d.Path, termsafe.Quote(t.Name), prev, s)
+				return fmt.Errorf("hfdir: %s: tensor %s is in both %s and %s", d.Path, termsafe.Quote(t.Name), termsafe.Quote(prev), termsafe.Quote(s))
 			}
 			owner[t.Name] = s
 			d.index[t.Name] = entry{file: f, info: t}
@@ -240,9 +254,9 @@ func (d *Dir) openSharded(idxPath string, idxBytes []byte) error {
 	for _, n := range names {
 		if got := owner[n]; got != idx.WeightMap[n] {
 			if got == "" {
-				return fmt.Errorf("hfdir: %s: tensor %s listed in %s is not in shard %s", d.Path, termsafe.Quote(n), IndexFile, idx.WeightMap[n])
+				return fmt.Errorf("hfdir: %s: tensor %s listed in %s is not in shard %s", d.Path, termsafe.Quote(n), IndexFile, termsafe.Quote(idx.WeightMap[n]))
 			}
-			return fmt.Errorf("hfdir: %s: tensor %s is in shard %s, %s says %s", d.Path, termsafe.Quote(n), got, IndexFile, idx.WeightMap[n])
+			return fmt.Errorf("hfdir: %s: tensor %s is in shard %s, %s says %s", d.Path, termsafe.Quote(n), termsafe.Quote(got), IndexFile, termsafe.Quote(idx.WeightMap[n]))
 		}
 	}
 	return nil
@@ -277,10 +291,18 @@ func (d *Dir) checkInventory() error {
 		}
 	}
 	if len(unknown) > 0 {
-		list := unknown
+		var list []string
+		size := 0
+		for _, n := range unknown {
+			q := termsafe.Quote(n)
+			if len(list) == maxListed || len(list) > 0 && size+len(q) > maxListedBytes {
+				break
+			}
+			list, size = append(list, q), size+len(q)+2
+		}
 		more := ""
-		if len(list) > maxListed {
-			list, more = list[:maxListed], fmt.Sprintf(" and %d more", len(unknown)-maxListed)
+		if k := len(unknown) - len(list); k > 0 {
+			more = fmt.Sprintf(" and %d more", k)
 		}
 		return fmt.Errorf("hfdir: %s: %d unknown checkpoint tensors (unsupported architecture variant?): %s%s",
 			d.Path, len(unknown), strings.Join(list, ", "), more)

@@ -306,7 +306,7 @@ func TestOpenErrors(t *testing.T) {
 		}, []string{"invalid shard file name"}},
 		{"missing_shard", func(o *testmodel.Options) { o.Shards = 2 }, func(t *testing.T, dir string) {
 			os.Remove(filepath.Join(dir, "model-00002-of-00002.safetensors"))
-		}, []string{"shard model-00002-of-00002.safetensors", "missing"}},
+		}, []string{`shard "model-00002-of-00002.safetensors"`, "missing"}},
 		{"index_wrong_shard", func(o *testmodel.Options) { o.Shards = 2 }, func(t *testing.T, dir string) {
 			editJSON(t, filepath.Join(dir, "model.safetensors.index.json"), func(m map[string]any) {
 				m["weight_map"].(map[string]any)["model.embed_tokens.weight"] = "model-00002-of-00002.safetensors"

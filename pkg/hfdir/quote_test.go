@@ -1,6 +1,8 @@
 package hfdir_test
 
 import (
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -62,12 +64,83 @@ func TestOpenErrorsQuoteUntrustedNames(t *testing.T) {
 			editJSON(t, filepath.Join(dir, hfdir.ConfigFile), func(m map[string]any) { m["architectures"] = []string{a} })
 		}
 	}
+	// A shard name is a file name (at most 255 bytes), so only the missing
+	// shard has a long case; ctrlShard names a real, renamed shard.
+	const ctrlShard = ctrl + ".safetensors"
+	const ctrlShardQ = `"\x1b[31mred\a.safetensors"`
+	renameShard2 := func(t *testing.T, dir string) {
+		if err := os.Rename(filepath.Join(dir, shard2), filepath.Join(dir, ctrlShard)); err != nil {
+			t.Fatal(err)
+		}
+		editJSON(t, filepath.Join(dir, hfdir.IndexFile), func(m map[string]any) {
+			for k, v := range m["weight_map"].(map[string]any) {
+				if v == shard2 {
+					m["weight_map"].(map[string]any)[k] = ctrlShard
+				}
+			}
+		})
+	}
+	ctrlShardEdit := func(edit func(t *testing.T, dir string)) func(t *testing.T, dir string) {
+		return func(t *testing.T, dir string) { renameShard2(t, dir); edit(t, dir) }
+	}
+	movedToCtrlShard := func(t *testing.T, dir string) {
+		editJSON(t, filepath.Join(dir, hfdir.IndexFile), func(m map[string]any) {
+			wm := m["weight_map"].(map[string]any)
+			for k, v := range wm {
+				if v == shard1 {
+					wm[k] = ctrlShard
+					return
+				}
+			}
+			t.Fatal("no tensor in shard 1")
+		})
+	}
+	inBothCtrlShards := func(t *testing.T, dir string) {
+		for _, s := range []string{shard1, ctrlShard} {
+			rewrite(t, filepath.Join(dir, s), func(ts []safetensors.NamedTensor) []safetensors.NamedTensor {
+				return append(ts, safetensors.NamedTensor{Name: "extra.weight", DType: safetensors.BF16, Shape: []int64{1}, Data: []byte{0, 0}})
+			})
+		}
+	}
+	unknown := func(names ...string) func(t *testing.T, dir string) {
+		return func(t *testing.T, dir string) {
+			rewrite(t, filepath.Join(dir, hfdir.SingleFile), func(ts []safetensors.NamedTensor) []safetensors.NamedTensor {
+				for _, n := range names {
+					ts = append(ts, safetensors.NamedTensor{Name: n, DType: safetensors.BF16, Shape: []int64{1}, Data: []byte{0, 0}})
+				}
+				return ts
+			})
+		}
+	}
+	// Eight names of 64 runes that each quote to 10 bytes (\U000f0000).
+	var wide []string
+	for i := 0; i < 8; i++ {
+		wide = append(wide, strings.Repeat("\U000f0000", 64)+string(rune('a'+i)))
+	}
+	eos := func(raw string) func(t *testing.T, dir string) {
+		return func(t *testing.T, dir string) {
+			if err := os.WriteFile(filepath.Join(dir, hfdir.GenerationFile), []byte(`{"eos_token_id": `+raw+`}`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	longJSON, _ := json.Marshal(long)
 	cases := []struct {
 		name string
 		mut  func(*testmodel.Options)
 		edit func(t *testing.T, dir string)
 		want string
 	}{
+		{"ctrl_missing_shard", sharded, indexEntry("model.norm.weight", ctrlShard), ctrlShardQ},
+		{"long_missing_shard", sharded, indexEntry("model.norm.weight", long), longQ},
+		{"ctrl_shard_not_holding_tensor", sharded, ctrlShardEdit(indexEntry("no.such.tensor", ctrlShard)), ctrlShardQ},
+		{"ctrl_shard_index_disagrees", sharded, ctrlShardEdit(movedToCtrlShard), ctrlShardQ},
+		{"ctrl_shard_tensor_in_both", sharded, ctrlShardEdit(inBothCtrlShards), ctrlShardQ},
+		{"ctrl_unknown_tensor", nil, unknown(ctrl), ctrlQ},
+		{"long_unknown_tensor", nil, unknown(long), longQ},
+		{"wide_unknown_tensors", nil, unknown(wide...), "more"},
+		{"ctrl_eos_token_id", nil, eos("{\"a\":\r\n" + `"\u001b[31mred\u0007"}`), `\r\n`},
+		{"long_eos_token_id", nil, eos(string(longJSON)), "(100002 bytes)"},
 		{"ctrl_index_tensor_not_in_shard", sharded, indexEntry(ctrl, shard1), ctrlQ},
 		{"long_index_tensor_not_in_shard", sharded, indexEntry(long, shard1), longQ},
 		{"ctrl_invalid_shard_name", sharded, indexEntry("model.norm.weight", ctrl+"/x"), `"\x1b[31mred\a/x"`},

@@ -53,6 +53,10 @@ func TestErrorsQuoteUntrustedNames(t *testing.T) {
 		{"long_overlap", `{` + js(long) + `:` + info("U8", 0, 1) + `,` + js(long+"2") + `:{"dtype":"U8","shape":[2],"data_offsets":[0,2]}}`, longQ},
 		{"ctrl_past_buffer", `{` + js(ctrl) + `:` + info("U8", 0, 9) + `}`, ctrlQ},
 		{"long_bad_value", `{` + js(long) + `:7}`, longQ},
+		// A raw JSON value holds no control byte but JSON whitespace (CR,
+		// LF, tab) inside an object or array.
+		{"ctrl_data_offset", `{"a":{"dtype":"U8","shape":[1],"data_offsets":[{"x":` + "\r\n" + js(ctrl) + `},1]}}`, `\r\n`},
+		{"long_data_offset", `{"a":{"dtype":"U8","shape":[1],"data_offsets":[` + js(long) + `,1]}}`, "(100002 bytes)"},
 	}
 	for _, c := range parseCases {
 		t.Run(c.name, func(t *testing.T) {

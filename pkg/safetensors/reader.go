@@ -279,7 +279,7 @@ func parseInfo(name string, raw json.RawMessage, dataLen int64) (TensorInfo, err
 	for i, o := range offs {
 		var v uint64
 		if err := json.Unmarshal(o, &v); err != nil {
-			return TensorInfo{}, fmt.Errorf("tensor %s: data_offsets[%d] %s is not a non-negative integer", termsafe.Quote(name), i, string(o))
+			return TensorInfo{}, fmt.Errorf("tensor %s: data_offsets[%d] %s is not a non-negative integer", termsafe.Quote(name), i, termsafe.QuoteBytes(o))
 		}
 		if v > uint64(dataLen) {
 			return TensorInfo{}, fmt.Errorf("tensor %s: data_offsets[%d]=%d lies beyond the %d-byte data buffer", termsafe.Quote(name), i, v, dataLen)

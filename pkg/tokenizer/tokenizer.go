@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/dlclark/regexp2"
+
+	"github.com/ninfer/ninfer/pkg/termsafe"
 )
 
 // Tokenizer is a loaded byte-level BPE tokenizer. It is safe for concurrent
@@ -80,7 +82,7 @@ func (t *Tokenizer) setAdded(added []addedToken) error {
 	}
 	for i, a := range added {
 		if j, dup := t.addedByID[a.ID]; dup {
-			return fmt.Errorf("added token id %d is used by both %q and %q", a.ID, added[j].Content, a.Content)
+			return fmt.Errorf("added token id %d is used by both %s and %s", a.ID, termsafe.Quote(added[j].Content), termsafe.Quote(a.Content))
 		}
 		t.addedByID[a.ID] = i
 		for _, k := range []string{a.Content, a.match} {

@@ -1,0 +1,112 @@
+package artifact
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// checkInertError fails unless err is a short, one-line message: no control
+// byte (< 0x20 or 0x7f) and under 1 KiB, with want (the quoted form of the
+// untrusted string) in it.
+func checkInertError(t *testing.T, err error, want string) {
+	t.Helper()
+	if err == nil {
+		t.Fatal("no error")
+	}
+	msg := err.Error()
+	for i := 0; i < len(msg); i++ {
+		if c := msg[i]; c < 0x20 || c == 0x7f {
+			t.Fatalf("error holds control byte %#x at %d: %q", c, i, msg)
+		}
+	}
+	if len(msg) >= 1024 {
+		t.Fatalf("error is %d bytes long: %.200q…", len(msg), msg)
+	}
+	if !strings.Contains(msg, want) {
+		t.Fatalf("error %q does not contain %q", msg, want)
+	}
+}
+
+// TestParseErrorsQuoteUntrustedValues feeds directory values and member
+// names holding terminal escapes, or 100,000 bytes long, through Parse.
+// Object ids are capped at 1024 bytes, so their long case is 1,001 bytes.
+func TestParseErrorsQuoteUntrustedValues(t *testing.T) {
+	const ctrl = "\x1b[31mred\x07"
+	long := strings.Repeat("n", 100_000)
+	zeros := strings.Repeat("0", 100_000)
+	const ctrlQ, longQ = `"\x1b[31mred\a"`, "(100000 bytes)"
+	js, payload := splitFile(t, validFile(t))
+	objectOf := func(m map[string]any, kind string) map[string]any {
+		for i := range objectsOf(m) {
+			if o := objectAt(m, i); o["kind"] == kind {
+				return o
+			}
+		}
+		t.Fatalf("no %s object", kind)
+		return nil
+	}
+	set := func(kind, member string, v any) func(map[string]any) {
+		return func(m map[string]any) { objectOf(m, kind)[member] = v }
+	}
+	root := func(member string, v any) func(map[string]any) {
+		return func(m map[string]any) { m[member] = v }
+	}
+	resource := func(id string) func(map[string]any) {
+		return func(m map[string]any) {
+			text := m["components"].(map[string]any)["text"].(map[string]any)
+			text["resources"] = append(text["resources"].([]any), id)
+		}
+	}
+	cases := []struct {
+		name string
+		mut  func(map[string]any)
+		want string
+	}{
+		{"ctrl_format", root("format", ctrl), ctrlQ},
+		{"long_format", root("format", long), longQ},
+		{"ctrl_architecture", root("architecture", ctrl), ctrlQ},
+		{"long_architecture", root("architecture", long), longQ},
+		{"ctrl_unexpected_member", root(ctrl, 1), ctrlQ},
+		{"long_unexpected_member", root(long, 1), longQ},
+		{"ctrl_object_id", set(KindTensor, "id", "text/"+ctrl), `"text/\x1b[31mred\a"`},
+		{"long_object_id", set(KindTensor, "id", "text/"+long[:995]+" "), "(1001 bytes)"},
+		{"long_object_id_empty_segment", set(KindTensor, "id", "text//"+long[:994]), "(1000 bytes)"},
+		{"ctrl_kind", set(KindTensor, "kind", ctrl), ctrlQ},
+		{"long_kind", set(KindTensor, "kind", long), longQ},
+		{"ctrl_sha256", set(KindTensor, "sha256", ctrl), ctrlQ},
+		{"long_sha256", set(KindTensor, "sha256", long), longQ},
+		{"ctrl_tensor_component", set(KindTensor, "component", ctrl), ctrlQ},
+		{"long_tensor_component", set(KindTensor, "component", long), longQ},
+		{"ctrl_resource_component", set(KindResource, "component", ctrl), ctrlQ},
+		{"long_resource_component", set(KindResource, "component", long), longQ},
+		{"ctrl_resource_encoding", set(KindResource, "encoding", ctrl), ctrlQ},
+		{"long_resource_encoding", set(KindResource, "encoding", long), longQ},
+		{"ctrl_listed_resource", resource(ctrl), ctrlQ},
+		{"long_listed_resource", resource(long), longQ},
+		// JSON numbers hold no control byte; only their length matters.
+		{"long_offset_out_of_range", set(KindTensor, "offset", json.Number("9"+zeros[:99_999])), longQ},
+		{"long_offset_fraction", set(KindTensor, "offset", json.Number("1."+zeros[:99_998])), longQ},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := decodeDir(t, js)
+			c.mut(m)
+			_, err := parseBytes(assembleV3(reseal(encodeDir(t, m)), payload))
+			checkInertError(t, err, c.want)
+		})
+	}
+	// A duplicate member cannot be built through a map: edit the JSON.
+	for _, c := range []struct{ name, key, want string }{{"ctrl_duplicate_member", ctrl, ctrlQ}, {"long_duplicate_member", long, longQ}} {
+		t.Run(c.name, func(t *testing.T) {
+			k, _ := json.Marshal(c.key)
+			ed := bytes.Replace(js, []byte(`"objects":[{`), []byte(`"objects":[{`+string(k)+`:1,`+string(k)+`:1,`), 1)
+			if bytes.Equal(ed, js) {
+				t.Fatal("no objects array to edit")
+			}
+			_, err := parseBytes(assembleV3(reseal(ed), payload))
+			checkInertError(t, err, c.want)
+		})
+	}
+}
