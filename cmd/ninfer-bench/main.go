@@ -328,6 +328,12 @@ func action(ctx context.Context, c *cli.Context, stdout, stderr io.Writer, env b
 	// signal handler, while the rep in progress (maybe a long one) runs on.
 	defer cliutil.OnHardStop(ctx, func() { out.hardStop(cliutil.StopCause(ctx), statusWriter(stderr)) })()
 	res, runErr := bench.Run(ctx, p, env, out)
+	if runErr == nil && ctx.Err() != nil {
+		// The stop came during the last rep, after the run's last check:
+		// the output is complete, but the stop is reported (exit 128+N) and
+		// not dropped, as it is at any other rep.
+		runErr = bench.ErrInterrupted
+	}
 	for _, n := range res.Notes {
 		if !quiet {
 			fmt.Fprintf(stderr, "%s: note: %s\n", name, n)

@@ -374,3 +374,37 @@ func TestThreadsRange(t *testing.T) {
 		}
 	}
 }
+
+// cancelOnWrite cancels a context at the first progress line: the stop
+// arrives after the run's check before the (only) rep, as a Ctrl-C during
+// the last rep does.
+type cancelOnWrite struct{ cancel context.CancelFunc }
+
+func (w cancelOnWrite) Write(p []byte) (int, error) { w.cancel(); return len(p), nil }
+
+// A stop during the last rep used to be dropped: exit 0, no message. The
+// output stays complete, and the exit status is 130.
+func TestInterruptedDuringLastRep(t *testing.T) {
+	model, corpusPath := fixture(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	env := testEnv()
+	env.Progress, env.ForceProgress = cancelOnWrite{cancel}, true
+	path := filepath.Join(t.TempDir(), "r.jsonl")
+	var o, e bytes.Buffer
+	code := run(ctx, []string{"ninfer-bench", "--weights", model, "--corpus", corpusPath, "--backend", "cpu",
+		"-n", "2", "-r", "1", "--warmup", "0", "--output-file", path}, &o, &e, env)
+	if code != 130 || !strings.Contains(e.String(), "interrupted; the output holds the reps measured so far") {
+		t.Fatalf("exit %d, stderr %q; want 130 and the interrupted line", code, e.String())
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(data), "\n"); n != 3 { // run, rep, test_end
+		t.Errorf("output has %d lines, want 3 (complete): %q", n, data)
+	}
+	if ents, _ := os.ReadDir(filepath.Dir(path)); len(ents) != 1 {
+		t.Errorf("temporary files left: %v", ents)
+	}
+}

@@ -355,7 +355,10 @@ func action(ctx context.Context, c *cli.Context, stdout, stderr io.Writer) error
 	} else {
 		stdout.Write(buf.Bytes())
 	}
-	if results[0].Interrupted {
+	if results[0].Interrupted || ctx.Err() != nil {
+		// ctx.Err() alone: the stop came during the last window, after
+		// Evaluate's last check; the results are complete (and written),
+		// but the stop is reported (exit 128+N), not dropped.
 		return cliutil.StopCause(ctx)
 	}
 	return nil

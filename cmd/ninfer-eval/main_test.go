@@ -237,3 +237,42 @@ func TestFlagsDocumented(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// stopAfterFirstCheck is a context that is cancelled just after its first
+// Err(), which finds it live: the stop arrives after Evaluate's check
+// before the (last) window, as a Ctrl-C during the last window does.
+type stopAfterFirstCheck struct {
+	context.Context
+	cancel  context.CancelFunc
+	checked bool
+}
+
+func (c *stopAfterFirstCheck) Err() error {
+	if !c.checked {
+		c.checked = true
+		defer c.cancel()
+		return nil
+	}
+	return c.Context.Err()
+}
+
+// A stop during the last window used to be dropped (exit 0, no message):
+// the results are complete and written, and the exit status is 130.
+func TestStoppedDuringLastWindow(t *testing.T) {
+	m := testfixture.Artifact(t, "q8", nil)
+	inner, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ctx := &stopAfterFirstCheck{Context: inner, cancel: cancel}
+	out := filepath.Join(t.TempDir(), "r.json")
+	o := runCmd(t, ctx, base("--weights", m, "--corpus", ids(t, 100), "--max-windows", "1", "--format", "json", "--output-file", out)...)
+	if o.code != cliutil.ExitInterrupted || !strings.Contains(o.stderr, "interrupted") {
+		t.Fatalf("%+v: want exit %d and the interrupted line", o, cliutil.ExitInterrupted)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := gjson.ParseBytes(data); r.Get("interrupted").Bool() || r.Get("windows").Int() != 1 {
+		t.Errorf("want the complete result: %s", data)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/ninfer/ninfer/pkg/termsafe"
 	"github.com/urfave/cli/v2"
 )
 
@@ -115,10 +116,21 @@ func UnknownFlagAsGiven(msg, prefix string, args []string) string {
 	return msg
 }
 
-// Args checks the positional argument count, as a usage error.
+// Args checks the positional argument count, as a usage error. urfave/cli
+// stops parsing flags at the first positional argument, so a flag typed
+// after them arrives here as an argument: the error then names it and says
+// that flags go first, instead of only counting arguments.
 func Args(c *cli.Context, min, max int, what string) error {
 	n := c.NArg()
 	if n < min || (max >= 0 && n > max) {
+		for _, a := range c.Args().Slice() {
+			if strings.HasPrefix(a, "-") && a != "-" && a != "--" {
+				if _, err := os.Lstat(a); err != nil { // not a file named like a flag
+					flag, _, _ := strings.Cut(a, "=")
+					return Usagef("flag %s after the arguments (flags go before %s)", termsafe.Quote(flag), what)
+				}
+			}
+		}
 		return Usagef("expected %s, got %d argument(s)", what, n)
 	}
 	return nil

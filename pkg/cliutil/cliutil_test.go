@@ -187,3 +187,29 @@ func TestOutputPathEndingInSeparator(t *testing.T) {
 		t.Errorf("a refused %q left %s behind (stat: %v)", path, filepath.Join(dir, "new"), err)
 	}
 }
+
+// A flag typed after the positional arguments (which urfave/cli leaves
+// unparsed) is named, with where flags go, instead of an argument count.
+func TestArgsFlagAfterArguments(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"in", "out", "--recipe", "q8"}, "t: flag \"--recipe\" after the arguments (flags go before IN OUT)\n"},
+		{[]string{"in", "out", "--recipe=q8"}, "t: flag \"--recipe\" after the arguments (flags go before IN OUT)\n"},
+		{[]string{"in", "out", "-q"}, "t: flag \"-q\" after the arguments (flags go before IN OUT)\n"},
+		{[]string{"in", "out", "extra"}, "t: expected IN OUT, got 3 argument(s)\n"},
+		{[]string{"in"}, "t: expected IN OUT, got 1 argument(s)\n"},
+		{[]string{"in", "out", "-"}, "t: expected IN OUT, got 3 argument(s)\n"},
+	} {
+		var stdout, stderr bytes.Buffer
+		app := Prepare(&cli.App{
+			Name:   "t",
+			Flags:  []cli.Flag{&cli.StringFlag{Name: "recipe"}, &cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}}},
+			Action: func(c *cli.Context) error { return Args(c, 2, 2, "IN OUT") },
+		}, &stdout, &stderr)
+		if got := Run(app, append([]string{"t"}, tc.args...), &stderr); got != 2 || stderr.String() != tc.want {
+			t.Errorf("%q: exit %d, stderr %q; want 2, %q", tc.args, got, stderr.String(), tc.want)
+		}
+	}
+}
