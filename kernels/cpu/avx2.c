@@ -69,6 +69,46 @@ AVX2 void ni_scal_avx2(float a, float *y, int64_t n) {
     for (; i < n; i++) y[i] *= a;
 }
 
+/* exp of 8 lanes, about 1 ulp: x = n·ln2 + r (n = rne(x·log2 e), r by a
+ * two-constant Cody–Waite reduction, |r| ≤ ln2/2), exp(r) by the degree-7
+ * polynomial of Cephes' expf, 2^n applied as two factors 2^⌊n/2⌋·2^(n−⌊n/2⌋)
+ * so that results in the subnormal range round once. x is clamped to
+ * [−104, 89] first (exp overflows to +inf from 88.73, underflows to 0 below
+ * −103.97); a NaN passes through both clamps (the NaN is the second operand
+ * of max/min) and the polynomial. */
+AVX2 static inline __m256 exp256(__m256 x) {
+    x = _mm256_min_ps(_mm256_set1_ps(89.0f), _mm256_max_ps(_mm256_set1_ps(-104.0f), x));
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    __m256i ni = _mm256_cvtps_epi32(n), n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
+    const __m256i bias = _mm256_set1_epi32(127);
+    __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
+    __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
+    return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+}
+
+/* y[i] = x[i] / (1 + exp(−x[i])) (ni_silu with the exp above); the last
+ * n mod 8 lanes take the scalar ni_silu. x and y may alias. */
+AVX2 void ni_silu_avx2(const float *x, float *y, int64_t n) {
+    const __m256 one = _mm256_set1_ps(1.0f);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i);
+        __m256 e = exp256(_mm256_sub_ps(_mm256_setzero_ps(), v));
+        _mm256_storeu_ps(y + i, _mm256_div_ps(v, _mm256_add_ps(one, e)));
+    }
+    for (; i < n; i++) y[i] = ni_silu(x[i]);
+}
+
 AVX2 float ni_sumsq_avx2(const float *x, int64_t n) { return ni_dot_avx2(x, x, n); }
 
 AVX2 static inline __m256 load_bf16(const uint16_t *w) {

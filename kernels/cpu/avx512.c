@@ -276,6 +276,95 @@ AVX512 void ni_dot_groups_multi_avx512(int bits, const uint8_t *base, const uint
 #undef NI_DG_NT
 #undef NI_DG_BITS
 
+/* ---- grouped integer, permuted lanes (q4/q5/q6 with BMI2) ----
+ * The T ≤ 16 fp32-activation GEMV on the lane order of the int8 path's
+ * permuted layout (avx2.c, q8p): each 64-value group of the activation rows
+ * is stored even lanes first (x0, x2, …, x62, x1, x3, …, x63; ni_matmul_act
+ * permutes the rows once per matmul), so a group's 64 signed codes come out
+ * of its 32 base bytes with one nibble split (low nibbles = even lanes, high
+ * = odd) and its q5/q6 high bits as byte masks by pext, with no per-lane
+ * shuffles. Per group: the four 16-lane code chunks convert to fp32 and
+ * meet the matching activation chunks in two FMA chains (chunks 0,2 and
+ * 1,3), then acc = fma(s0 + s1, scale, acc) with two accumulators
+ * (even / odd groups) — the per-token sequence of dot_groups_nt above with
+ * another pairing of the lanes, independent of nt. */
+#define AVX512P __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c,bmi2")))
+
+AVX512P INLINE __m512i perm_codes(const int bits, const uint8_t *base, const uint8_t *high, int64_t g) {
+    const int64_t hb = bits == 5 ? 8 : bits == 6 ? 16 : 0;
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    __m256i b = _mm256_loadu_si256((const __m256i *)(base + 32 * g));
+    __m512i wv = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(b, m4)),
+                                    _mm256_and_si256(_mm256_srli_epi16(b, 4), m4), 1);
+    if (bits == 5) {
+        uint64_t h;
+        memcpy(&h, high + hb * g, 8);
+        __mmask64 m = _pext_u64(h, 0x5555555555555555ull) | (_pext_u64(h, 0xaaaaaaaaaaaaaaaaull) << 32);
+        wv = _mm512_mask_add_epi8(wv, m, wv, _mm512_set1_epi8(0x10));
+    } else if (bits == 6) {
+        uint64_t h0, h1;
+        memcpy(&h0, high + hb * g, 8);
+        memcpy(&h1, high + hb * g + 8, 8);
+        uint64_t e4 = _pext_u64(h0, 0x1111111111111111ull) | (_pext_u64(h1, 0x1111111111111111ull) << 16);
+        uint64_t e5 = _pext_u64(h0, 0x2222222222222222ull) | (_pext_u64(h1, 0x2222222222222222ull) << 16);
+        uint64_t o4 = _pext_u64(h0, 0x4444444444444444ull) | (_pext_u64(h1, 0x4444444444444444ull) << 16);
+        uint64_t o5 = _pext_u64(h0, 0x8888888888888888ull) | (_pext_u64(h1, 0x8888888888888888ull) << 16);
+        wv = _mm512_mask_add_epi8(wv, e4 | (o4 << 32), wv, _mm512_set1_epi8(0x10));
+        wv = _mm512_mask_add_epi8(wv, e5 | (o5 << 32), wv, _mm512_set1_epi8(0x20));
+    }
+    const __m512i sg = _mm512_set1_epi8((char)(1 << (bits - 1)));
+    return _mm512_sub_epi8(_mm512_xor_si512(wv, sg), sg);
+}
+
+AVX512P INLINE void perm_group_nt(const int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
+                                  int64_t g, const float *xp, int64_t ldx, const int NT, __m512 *acc) {
+    __m512i wv = perm_codes(bits, base, high, g);
+    __m512 w0 = cvt16(_mm512_castsi512_si128(wv)), w1 = cvt16(_mm512_extracti32x4_epi32(wv, 1));
+    __m512 w2 = cvt16(_mm512_extracti32x4_epi32(wv, 2)), w3 = cvt16(_mm512_extracti32x4_epi32(wv, 3));
+    const float *xg = xp + 64 * g;
+    __m512 sc = _mm512_set1_ps(_cvtsh_ss((unsigned short)(scales[2 * g] | (scales[2 * g + 1] << 8))));
+    for (int j = 0; j < NT; j++) {
+        const float *x = xg + j * ldx;
+        __m512 s0 = _mm512_mul_ps(w0, _mm512_loadu_ps(x)), s1 = _mm512_mul_ps(w1, _mm512_loadu_ps(x + 16));
+        s0 = _mm512_fmadd_ps(w2, _mm512_loadu_ps(x + 32), s0);
+        s1 = _mm512_fmadd_ps(w3, _mm512_loadu_ps(x + 48), s1);
+        acc[j] = _mm512_fmadd_ps(_mm512_add_ps(s0, s1), sc, acc[j]);
+    }
+}
+
+AVX512P INLINE void perm_groups_nt(const int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
+                                   int64_t ngroups, const float *xp, int64_t ldx, const int NT, float *out) {
+    __m512 acc0[NI_MT_TOKENS], acc1[NI_MT_TOKENS];
+    for (int j = 0; j < NT; j++) acc0[j] = acc1[j] = _mm512_setzero_ps();
+    int64_t g = 0;
+    for (; g + 2 <= ngroups; g += 2) {
+        perm_group_nt(bits, base, high, scales, g, xp, ldx, NT, acc0);
+        perm_group_nt(bits, base, high, scales, g + 1, xp, ldx, NT, acc1);
+    }
+    if (g < ngroups) perm_group_nt(bits, base, high, scales, g, xp, ldx, NT, acc0);
+    for (int j = 0; j < NT; j++) out[j] = hsum16(_mm512_add_ps(acc0[j], acc1[j]));
+}
+
+#define NI_PG_NT(B, NT) perm_groups_nt(B, base, high, scales, ngroups, xp, ldx, NT, out)
+#define NI_PG_BITS(B)                                                                                                 \
+    switch (nt) {                                                                                                     \
+    case 1: NI_PG_NT(B, 1); return;                                                                                   \
+    case 2: NI_PG_NT(B, 2); return;                                                                                   \
+    case 3: NI_PG_NT(B, 3); return;                                                                                   \
+    default: NI_PG_NT(B, 4); return;                                                                                  \
+    }
+
+AVX512P void ni_dot_groups_perm_avx512(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
+                                       int64_t ngroups, const float *xp, int64_t ldx, int nt, float *out) {
+    switch (bits) {
+    case 4: NI_PG_BITS(4);
+    case 5: NI_PG_BITS(5);
+    default: NI_PG_BITS(6);
+    }
+}
+#undef NI_PG_NT
+#undef NI_PG_BITS
+
 /* ---- nvfp4 / fp8-row (the scheme of avx2_fp.c) ---- */
 
 /* e4m3 byte → fp16 bits worth e4m3 / 256 (NaN for magnitude 0x7F), 16 lanes. */

@@ -273,6 +273,15 @@ func Alloc(n int64) unsafe.Pointer {
 // Free releases memory from Alloc.
 func Free(p unsafe.Pointer) { C.free(p) }
 
+// Silu sets y[i] = silu(x[i]) with the isa level's body (ni_silu_vec); a
+// test hook for its polynomial exp. len(y) must be ≥ len(x).
+func Silu(isa int, x, y []float32) {
+	if len(x) == 0 {
+		return
+	}
+	C.ni_silu_vec(C.int(isa), (*C.float)(unsafe.Pointer(&x[0])), (*C.float)(unsafe.Pointer(&y[0])), C.int64_t(len(x)))
+}
+
 // F16ToF32 and friends expose the kernels' scalar conversions for tests.
 func F16ToF32(h uint16) float32 { return float32(C.ni_f16_to_f32(C.uint16_t(h))) }
 func F32ToF16(f float32) uint16 { return uint16(C.ni_f32_to_f16(C.float(f))) }

@@ -36,14 +36,15 @@ void ni_rmsnorm(ni_ctx *c, ni_rows x, ni_rows y, const float *w, float eps, int 
 }
 
 static void gated_task(void *a_, int t, int tid) {
-    (void)tid;
     row_args *a = (row_args *)a_;
     int D = a->x.d;
+    float *g = ni_tmp(a->c, tid, D); /* silu(z): y may alias o or z */
     for (int h = 0; h < a->x.h; h++) {
         const float *o = ni_row(a->x, t, h), *z = ni_row(a->z, t, h);
         float *y = ni_row(a->y, t, h);
         float r = 1.0f / sqrtf(ni_sumsq(a->c->isa, o, D) / (float)D + a->eps);
-        for (int d = 0; d < D; d++) y[d] = a->w[d] * (o[d] * r) * ni_silu(z[d]);
+        ni_silu_vec(a->c->isa, z, g, D);
+        for (int d = 0; d < D; d++) y[d] = a->w[d] * (o[d] * r) * g[d];
     }
 }
 
@@ -101,7 +102,6 @@ void ni_rope(ni_ctx *c, ni_rows x, const int32_t *pos, int rot, double theta) {
 /* ---- elementwise ---- */
 
 static void ew_task(void *a_, int t, int tid) {
-    (void)tid;
     row_args *a = (row_args *)a_;
     int D = a->x.d;
     for (int h = 0; h < a->x.h; h++) {
@@ -111,9 +111,12 @@ static void ew_task(void *a_, int t, int tid) {
         case 0:
             for (int d = 0; d < D; d++) y[d] = x[d] * ni_sigmoid(z[d]);
             break;
-        case 1:
-            for (int d = 0; d < D; d++) y[d] = ni_silu(x[d]) * z[d];
+        case 1: {
+            float *g = ni_tmp(a->c, tid, D); /* silu(x): y may alias x or z */
+            ni_silu_vec(a->c->isa, x, g, D);
+            for (int d = 0; d < D; d++) y[d] = g[d] * z[d];
             break;
+        }
         default:
             for (int d = 0; d < D; d++) y[d] = x[d] + z[d];
         }
@@ -187,6 +190,7 @@ typedef struct {
     int64_t slot_stride;
     int32_t in_slot;
     int out_slot, per;
+    int isa;
 } conv_args;
 
 #define CONV_CH 64
@@ -226,16 +230,18 @@ static void conv_task(void *a_, int task, int tid) {
             /* With bf16 state the window holds bf16-rounded inputs in every
              * path (in-chunk and stored), so chunked prefill and decode agree. */
             if (sw > 0) win[sw - 1] = a->bf16 ? ni_bf16(ni_to_bf16(xin)) : xin;
-            a->y.p[t * a->y.ld + ch] = ni_silu(s);
+            a->y.p[t * a->y.ld + ch] = s; /* silu below, on the task's channels at once */
             if (a->per) conv_store(a, a->slot_stride * t + (int64_t)ch * sw, win, sw);
         }
         if (!a->per) conv_store(a, a->slot_stride * a->out_slot + (int64_t)ch * sw, win, sw);
     }
+    for (int t = 0; t < a->x.t; t++) ni_silu_vec(a->isa, a->y.p + t * a->y.ld + c0, a->y.p + t * a->y.ld + c0, c1 - c0);
 }
 
 void ni_conv1d_silu(ni_ctx *c, ni_rows x, ni_rows y, const float *w, int kw, void *state, int state_bf16,
                     int64_t slot_stride, const int32_t *in_slot, int out_slot) {
     if (kw < 1 || kw > 16) return;
-    conv_args a = {x, y, w, kw, state, state_bf16 != 0, slot_stride, *in_slot, out_slot, out_slot == NI_PER_TOKEN};
+    conv_args a = {x,       y,         w, kw, state, state_bf16 != 0, slot_stride, *in_slot, out_slot,
+                   out_slot == NI_PER_TOKEN, c->isa};
     ni_parallel(c, (x.d + CONV_CH - 1) / CONV_CH, conv_task, &a, (int64_t)x.t * x.d * kw * 4);
 }

@@ -56,6 +56,9 @@ float ni_dot(int isa, const float *a, const float *b, int64_t n);
 void ni_dot4(int isa, const float *w, const float *x, int64_t ldx, int64_t n, float *out);
 void ni_axpy(int isa, float a, const float *x, float *y, int64_t n); /* y += a·x */
 void ni_scal(int isa, float a, float *y, int64_t n);                  /* y *= a */
+/* y[i] = silu(x[i]) = x[i] / (1 + exp(−x[i])); x and y may alias. AVX2 and
+ * up use a polynomial exp of about 1 ulp (avx2.c exp256), scalar expf. */
+void ni_silu_vec(int isa, const float *x, float *y, int64_t n);
 float ni_sumsq(int isa, const float *x, int64_t n);
 float ni_dot_bf16(int isa, const uint16_t *w, const float *x, int64_t n);
 void ni_bf16_to_f32_row(int isa, const uint16_t *w, float *out, int64_t n);
@@ -65,6 +68,7 @@ float ni_dot_avx2(const float *a, const float *b, int64_t n);
 void ni_dot4_avx2(const float *w, const float *x, int64_t ldx, int64_t n, float *out);
 void ni_axpy_avx2(float a, const float *x, float *y, int64_t n);
 void ni_scal_avx2(float a, float *y, int64_t n);
+void ni_silu_avx2(const float *x, float *y, int64_t n);
 float ni_sumsq_avx2(const float *x, int64_t n);
 float ni_dot_bf16_avx2(const uint16_t *w, const float *x, int64_t n);
 void ni_bf16_to_f32_row_avx2(const uint16_t *w, float *out, int64_t n);
@@ -106,6 +110,10 @@ float ni_dot_bf16_avx512(const uint16_t *w, const float *x, int64_t n);
 void ni_bf16_to_f32_row_avx512(const uint16_t *w, float *out, int64_t n);
 void ni_dot_groups_multi_avx512(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
                                 int64_t ngroups, const float *x, int64_t ldx, int nt, float *out);
+/* The same on the permuted activation layout (even lanes of each 64-value
+ * group first, ni_matmul_act): q4/q5/q6 only, needs BMI2. */
+void ni_dot_groups_perm_avx512(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
+                               int64_t ngroups, const float *xp, int64_t ldx, int nt, float *out);
 void ni_dot_bf16_multi_avx512(const uint16_t *w, const float *x, int64_t ldx, int64_t n, int nt, float *out);
 void ni_dot_nvfp4_multi_avx512(const uint8_t *codes, const uint8_t *scales, int64_t ngroups, float div,
                                const float *x, int64_t ldx, int nt, float *out);

@@ -45,6 +45,14 @@ void ni_axpy(int isa, float a, const float *x, float *y, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
 }
 
+void ni_silu_vec(int isa, const float *x, float *y, int64_t n) {
+    if (isa >= NI_ISA_AVX2) {
+        ni_silu_avx2(x, y, n);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) y[i] = ni_silu(x[i]);
+}
+
 void ni_scal(int isa, float a, float *y, int64_t n) {
     if (isa == NI_ISA_AVX512) {
         ni_scal_avx512(a, y, n);

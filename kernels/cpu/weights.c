@@ -242,6 +242,9 @@ typedef struct {
     const float *xs;
     const float *xe; /* the block scales expanded to 8 lanes: xe + t·(kpad/4), xe[8b + i] = s_x[b] */
     int perm;        /* xq, xe in the permuted layout (q8_perm) */
+    const float *xp; /* fp32 route, q4/q5/q6 at AVX-512: the rows' whole groups permuted (even lanes first), token t
+                        at xp + t·ldp; NULL = not permuted */
+    int64_t ldp;
     int rows4;       /* NI_ACT_Q8 on AVX-512 VNNI: the multi-row kernel (NINFER_CPU_Q8ROWS=1; off by default:
                         2-3x faster alone, slower end to end so far, docs/PERF.md) */
 } mm_args;
@@ -333,7 +336,9 @@ static void mm_small_fused(const mm_args *a, int64_t n0, int64_t n1, int tid) {
         for (int64_t t0 = 0; t0 < T; t0 += NI_MT_TOKENS) {
             int nt = (int)(T - t0 < NI_MT_TOKENS ? T - t0 : NI_MT_TOKENS);
             const float *x = a->x.p + t0 * ld;
-            if (a->c->isa == NI_ISA_AVX512)
+            if (a->xp)
+                ni_dot_groups_perm_avx512((int)w->bits, base, high, scales, full, a->xp + t0 * a->ldp, a->ldp, nt, out);
+            else if (a->c->isa == NI_ISA_AVX512)
                 ni_dot_groups_multi_avx512((int)w->bits, base, high, scales, full, x, ld, nt, out);
             else ni_dot_groups_multi_avx2((int)w->bits, base, high, scales, full, x, ld, nt, out);
             for (int j = 0; j < nt; j++) {
@@ -619,7 +624,9 @@ static void mm_task(void *a_, int task, int tid) {
                 int64_t full = K / w->group, gi = n * w->gpr;
                 const uint8_t *base = w->data + gi * w->base_bytes, *high = w->data + w->high_off + gi * w->high_bytes,
                               *scales = w->data + w->scale_off + 2 * gi;
-                if (isa == NI_ISA_AVX512) ni_dot_groups_multi_avx512((int)w->bits, base, high, scales, full, x, 0, 1, &v);
+                if (a->xp) ni_dot_groups_perm_avx512((int)w->bits, base, high, scales, full, a->xp, 0, 1, &v);
+                else if (isa == NI_ISA_AVX512)
+                    ni_dot_groups_multi_avx512((int)w->bits, base, high, scales, full, x, 0, 1, &v);
                 else v = ni_dot_groups_avx2((int)w->bits, base, high, scales, full, x);
                 if (full * w->group < K) {
                     int cnt = (int)(K - full * w->group);
@@ -681,6 +688,17 @@ static void mm_task(void *a_, int task, int tid) {
     }
 }
 
+/* Whether the fp32-activation T ≤ 16 route of w runs on permuted activation
+ * rows (ni_dot_groups_perm_avx512): q4/q5/q6 with at least one whole group
+ * at AVX-512 with BMI2, unless NINFER_CPU_FP32PERM=0 (comparison switch). */
+static int fp32_perm(int isa, const ni_weight *w) {
+    if (isa != NI_ISA_AVX512 || (w->bits != 4 && w->bits != 5 && w->bits != 6) || w->k < w->group) return 0;
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("bmi2")) return 0;
+    const char *e = getenv("NINFER_CPU_FP32PERM");
+    return !(e && strcmp(e, "0") == 0);
+}
+
 void ni_matmul(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accumulate) {
     ni_matmul_act(c, w, x, y, accumulate, NI_ACT_F32);
 }
@@ -726,6 +744,18 @@ void ni_matmul_act(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accu
     if (x.t > 1 && x.t <= NI_SMALL_T) { /* comparison switch for the old small-T route */
         const char *e = getenv("NINFER_CPU_SMALLT");
         a.rowdecode = e && strcmp(e, "decode") == 0;
+    }
+    if (x.t <= NI_SMALL_T && !a.rowdecode && fp32_perm(c->isa, w)) { /* permute the whole groups once (avx512.c) */
+        int64_t full = w->k / w->group;
+        a.ldp = full * w->group;
+        float *xp = ni_shared(c, x.t * a.ldp);
+        for (int64_t t = 0; t < x.t; t++)
+            for (int64_t i = 0; i < a.ldp; i += 64) {
+                const float *src = x.p + t * x.ld + i;
+                float *dst = xp + t * a.ldp + i;
+                for (int l = 0; l < 32; l++) dst[l] = src[2 * l], dst[32 + l] = src[2 * l + 1];
+            }
+        a.xp = xp;
     }
     if (x.t <= NI_SMALL_T && (w->fmt == NI_W_NVFP4 || w->fmt == NI_W_FP8ROW)) { /* old nvfp4/fp8 route, T = 1..16 */
         const char *e = getenv("NINFER_CPU_FPGEMV");
