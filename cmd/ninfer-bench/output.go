@@ -9,6 +9,7 @@ import (
 	"github.com/ninfer/ninfer/pkg/bench"
 	"github.com/ninfer/ninfer/pkg/benchfmt"
 	"github.com/ninfer/ninfer/pkg/cliutil"
+	"github.com/ninfer/ninfer/pkg/termsafe"
 )
 
 // output is the run's sink and destination. JSON lines to stdout stream
@@ -133,7 +134,7 @@ func (o *output) finishLocked() (bool, error) {
 		return true, fmt.Errorf("--output-file %s: %w", o.path, err)
 	}
 	if !o.quiet {
-		fmt.Fprintf(o.stderr, "%s: wrote %s\n", name, o.path)
+		fmt.Fprintf(o.stderr, "%s: wrote %s\n", name, termsafe.Path(o.path))
 	}
 	return true, nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/ninfer/ninfer/pkg/hfdir"
 	"github.com/ninfer/ninfer/pkg/progress"
 	"github.com/ninfer/ninfer/pkg/recipe"
+	"github.com/ninfer/ninfer/pkg/termsafe"
 )
 
 func main() {
@@ -161,7 +162,7 @@ func convertAction(c *cli.Context) error {
 			rate = float64(res.InputBytes) / res.Seconds / 1e6
 		}
 		fmt.Fprintf(stderr, "ninfer-convert: wrote %s: %d objects, %s payload, %d fallbacks, %.1f s (%.0f MB/s of checkpoint input), peak object %s\n",
-			dst, res.Objects, progress.Bytes(res.FileBytes), len(res.Fallbacks), res.Seconds, rate, progress.Bytes(res.MaxObject))
+			termsafe.Path(dst), res.Objects, progress.Bytes(res.FileBytes), len(res.Fallbacks), res.Seconds, rate, progress.Bytes(res.MaxObject))
 	}
 	return nil
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/ninfer/ninfer/pkg/corpus"
 	"github.com/ninfer/ninfer/pkg/eval"
 	"github.com/ninfer/ninfer/pkg/runner"
+	"github.com/ninfer/ninfer/pkg/termsafe"
 )
 
 const name = "ninfer-eval"
@@ -236,7 +237,7 @@ func action(ctx context.Context, c *cli.Context, stdout, stderr io.Writer) error
 		if m.Note() != "" {
 			logf("%s", m.Note())
 		}
-		logf("loaded %s in %.2f s (backend %s)", path, time.Since(t0).Seconds(), m.Backend())
+		logf("loaded %s in %.2f s (backend %s)", termsafe.Path(path), time.Since(t0).Seconds(), m.Backend())
 		return m, nil
 	}
 	var models []eval.Scorer
@@ -274,7 +275,7 @@ func action(ctx context.Context, c *cli.Context, stdout, stderr io.Writer) error
 		if ids, err = tokenize(loaded, o, text); err != nil {
 			return err
 		}
-		logf("%s: %d tokens", o.text, len(ids))
+		logf("%s: %d tokens", termsafe.Path(o.text), len(ids))
 	}
 	windows, err := eval.Windows(len(ids), o.ctx, o.stride, o.max)
 	if err != nil {
@@ -323,11 +324,11 @@ func action(ctx context.Context, c *cli.Context, stdout, stderr io.Writer) error
 	secs := time.Since(t0).Seconds()
 	if save != nil {
 		if results[0].Interrupted {
-			logf("interrupted: --save-logits %s not written", o.saveLogits)
+			logf("interrupted: --save-logits %s not written", termsafe.Path(o.saveLogits))
 		} else if err := save.Commit(); err != nil {
 			return fmt.Errorf("--save-logits: %w", err)
 		} else {
-			logf("wrote %s", o.saveLogits)
+			logf("wrote %s", termsafe.Path(o.saveLogits))
 		}
 	}
 	for i := range results {
@@ -351,7 +352,7 @@ func action(ctx context.Context, c *cli.Context, stdout, stderr io.Writer) error
 		if err := cliutil.WriteFileAtomic(o.out, buf.Bytes()); err != nil {
 			return fmt.Errorf("--output-file: %w", err)
 		}
-		logf("wrote %s", o.out)
+		logf("wrote %s", termsafe.Path(o.out))
 	} else {
 		stdout.Write(buf.Bytes())
 	}

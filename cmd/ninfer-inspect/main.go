@@ -14,6 +14,7 @@ import (
 	"github.com/ninfer/ninfer/pkg/artifact"
 	"github.com/ninfer/ninfer/pkg/cliutil"
 	"github.com/ninfer/ninfer/pkg/inspect"
+	"github.com/ninfer/ninfer/pkg/termsafe"
 )
 
 func main() { os.Exit(run(os.Args, os.Stdout, os.Stderr)) }
@@ -107,7 +108,7 @@ Examples:
 			if err := cliutil.WriteFileAtomic(path, out.Bytes()); err != nil {
 				return fmt.Errorf("--output-file: %w", err)
 			}
-			fmt.Fprintf(stderr, "ninfer-inspect: wrote %s\n", path)
+			fmt.Fprintf(stderr, "ninfer-inspect: wrote %s\n", termsafe.Path(path))
 			return nil
 		},
 	}

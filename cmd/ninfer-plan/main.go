@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/ninfer/ninfer/pkg/cliutil"
+	"github.com/ninfer/ninfer/pkg/termsafe"
 
 	"github.com/urfave/cli/v2"
 
@@ -178,7 +179,7 @@ func action(c *cli.Context, stdout, stderr io.Writer) error {
 			return err
 		}
 		if !c.Bool("quiet") {
-			fmt.Fprintf(stderr, "%s: wrote %s\n", name, path)
+			fmt.Fprintf(stderr, "%s: wrote %s\n", name, termsafe.Path(path))
 		}
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/ninfer/ninfer/pkg/cliutil"
+	"github.com/ninfer/ninfer/pkg/termsafe"
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
@@ -119,7 +120,7 @@ func emit(c *cli.Context, data []byte, stdout, stderr io.Writer) error {
 		return err
 	}
 	if !c.Bool("quiet") {
-		fmt.Fprintf(stderr, "%s: wrote %s\n", name, path)
+		fmt.Fprintf(stderr, "%s: wrote %s\n", name, termsafe.Path(path))
 	}
 	return nil
 }
@@ -209,7 +210,7 @@ func checkAction(path string, stdin io.Reader, stdout, stderr io.Writer, quiet b
 	}
 	if !quiet {
 		fmt.Fprintf(stderr, "%s: checked %d values in %s: %d exact, %d within input rounding, %d mismatches\n",
-			name, res.Checked, path, res.Exact, res.Rounding, len(res.Mismatches))
+			name, res.Checked, termsafe.Path(path), res.Exact, res.Rounding, len(res.Mismatches))
 	}
 	if n := len(res.Mismatches); n > 0 {
 		return fmt.Errorf("%s: %d aggregate(s) do not match the reps", path, n)

@@ -458,7 +458,7 @@ func newSink(c *cli.Context, out output, stdout, stderr io.Writer, verbose bool)
 				return fmt.Errorf("--output-file: %w", err)
 			}
 			if verbose {
-				fmt.Fprintf(stderr, "%s: wrote %s\n", name, out.file)
+				fmt.Fprintf(stderr, "%s: wrote %s\n", name, termsafe.Path(out.file))
 			}
 			return nil
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ninfer/ninfer/pkg/cliutil"
+	"github.com/ninfer/ninfer/pkg/termsafe"
 	"github.com/ninfer/ninfer/pkg/testmodel"
 )
 
@@ -104,8 +105,8 @@ Examples:
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no 'wrote' line on stderr (errors only)"},
 		},
 		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
-				return cliutil.Usagef("want exactly one OUT_DIR argument, got %d", c.NArg())
+			if err := cliutil.Args(c, 1, 1, "exactly one OUT_DIR"); err != nil {
+				return err
 			}
 			for _, f := range sizeFlags {
 				if err := cliutil.CheckRange("--"+f.name, c.Int64(f.name), f.lo, f.hi, ""); err != nil {
@@ -142,7 +143,7 @@ Examples:
 			}
 			if !c.Bool("quiet") {
 				fmt.Fprintf(stderr, "%s: wrote %s: %d tensors (%d bytes), tokenizer %d tokens (%d merges)\n",
-					name, out, m.Tensors, m.WeightBytes, m.TokenizerSize, m.Merges)
+					name, termsafe.Path(out), m.Tensors, m.WeightBytes, m.TokenizerSize, m.Merges)
 			}
 			return nil
 		},

@@ -21,6 +21,7 @@ import (
 	"github.com/ninfer/ninfer/pkg/cliutil"
 	"github.com/ninfer/ninfer/pkg/corpus"
 	"github.com/ninfer/ninfer/pkg/loader"
+	"github.com/ninfer/ninfer/pkg/termsafe"
 	"github.com/ninfer/ninfer/pkg/tokenizer"
 )
 
@@ -131,9 +132,10 @@ func loadTokenizer(c *cli.Context) (*tokenizer.Tokenizer, error) {
 }
 
 func checkUsage(c *cli.Context) error {
+	if err := cliutil.Args(c, 0, 1, "at most one input FILE"); err != nil {
+		return err
+	}
 	switch {
-	case c.NArg() > 1:
-		return cliutil.Usagef("expected at most one input FILE, got %d arguments", c.NArg())
 	case c.IsSet("weights") == c.IsSet("tokenizer"):
 		return cliutil.Usagef("give exactly one of --weights and --tokenizer")
 	case c.IsSet("weights") && c.String("weights") == "":
@@ -209,7 +211,7 @@ func action(ctx context.Context, c *cli.Context, stdin io.Reader, stdout, stderr
 			return fmt.Errorf("--output-file: %w", err)
 		}
 		if !c.Bool("quiet") {
-			fmt.Fprintf(stderr, "%s: wrote %s\n", name, outFile)
+			fmt.Fprintf(stderr, "%s: wrote %s\n", name, termsafe.Path(outFile))
 		}
 	}
 	return nil

@@ -138,7 +138,8 @@ func TestErrors(t *testing.T) {
 	}{
 		{"no tokenizer", nil, "", 2, "exactly one of --weights and --tokenizer"},
 		{"both", []string{"--weights", "a", "--tokenizer", "b"}, "", 2, "exactly one of"},
-		{"two files", append(tok, "a", "b"), "", 2, "at most one input FILE"},
+		{"two files", append(tok, "a", "b"), "", 2, "expected at most one input FILE, got 2 argument(s)"},
+		{"flag after file", append(tok, "a", "--whole", "b"), "", 2, `flag "--whole" after the arguments (flags go first, then at most one input FILE)`},
 		{"chat decode", append(tok, "--chat", "--decode"), "", 2, "--chat renders text"},
 		{"chat no special", append(tok, "--chat", "--special=false"), "", 2, "--special=false"},
 		{"unknown flag", append(tok, "--nope"), "", 2, "--nope"},

@@ -49,8 +49,15 @@ func Prepare(app *cli.App, stdout, stderr io.Writer) *cli.App {
 }
 
 // Run runs app and returns the process exit status, printing any error as
-// one line "name: message" on stderr.
+// one line "name: message" on stderr. It keeps args in app.Metadata["args"]
+// (unless the tool put them there), so that messages name a flag as typed.
 func Run(app *cli.App, args []string, stderr io.Writer) int {
+	if app.Metadata == nil {
+		app.Metadata = map[string]any{}
+	}
+	if _, ok := app.Metadata["args"]; !ok {
+		app.Metadata["args"] = args // flags as typed, for messages (CheckEmptyFlags)
+	}
 	err := app.Run(args)
 	if err == nil || errors.Is(err, ErrVersionShown) {
 		return 0
@@ -127,7 +134,7 @@ func Args(c *cli.Context, min, max int, what string) error {
 			if strings.HasPrefix(a, "-") && a != "-" && a != "--" {
 				if _, err := os.Lstat(a); err != nil { // not a file named like a flag
 					flag, _, _ := strings.Cut(a, "=")
-					return Usagef("flag %s after the arguments (flags go before %s)", termsafe.Quote(flag), what)
+					return Usagef("flag %s after the arguments (flags go first, then %s)", termsafe.Quote(flag), what)
 				}
 			}
 		}

@@ -195,9 +195,9 @@ func TestArgsFlagAfterArguments(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"in", "out", "--recipe", "q8"}, "t: flag \"--recipe\" after the arguments (flags go before IN OUT)\n"},
-		{[]string{"in", "out", "--recipe=q8"}, "t: flag \"--recipe\" after the arguments (flags go before IN OUT)\n"},
-		{[]string{"in", "out", "-q"}, "t: flag \"-q\" after the arguments (flags go before IN OUT)\n"},
+		{[]string{"in", "out", "--recipe", "q8"}, "t: flag \"--recipe\" after the arguments (flags go first, then IN OUT)\n"},
+		{[]string{"in", "out", "--recipe=q8"}, "t: flag \"--recipe\" after the arguments (flags go first, then IN OUT)\n"},
+		{[]string{"in", "out", "-q"}, "t: flag \"-q\" after the arguments (flags go first, then IN OUT)\n"},
 		{[]string{"in", "out", "extra"}, "t: expected IN OUT, got 3 argument(s)\n"},
 		{[]string{"in"}, "t: expected IN OUT, got 1 argument(s)\n"},
 		{[]string{"in", "out", "-"}, "t: expected IN OUT, got 3 argument(s)\n"},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -104,17 +105,115 @@ func AddVersion(app *cli.App) *cli.App {
 			fmt.Fprint(c.App.Writer, VersionText(c.App.Name))
 			return ErrVersionShown
 		}
-		// Every tool's arguments are paths: an empty one ('' from an unset
-		// shell variable) is a usage error, not "open : no such file".
-		for i, a := range c.Args().Slice() {
-			if a == "" {
-				return Usagef("argument %d is empty (a path is expected)", i+1)
+		if c.NArg() == 0 || app.Command(c.Args().First()) == nil { // a subcommand checks its own
+			if err := checkEmptyArgs(c); err != nil {
+				return err
 			}
+		}
+		if err := CheckEmptyFlags(c, app.Flags); err != nil {
+			return err
 		}
 		if before != nil {
 			return before(c)
 		}
 		return nil
 	}
+	checkCommandFlags(app.Commands)
 	return app
+}
+
+// checkEmptyArgs refuses an empty positional argument. Every tool's
+// arguments are paths: an empty one (an unset shell variable, quoted) is a
+// usage error, not "open : no such file".
+func checkEmptyArgs(c *cli.Context) error {
+	for i, a := range c.Args().Slice() {
+		if a == "" {
+			return Usagef("argument %d is empty (a path is expected)", i+1)
+		}
+	}
+	return nil
+}
+
+// checkCommandFlags gives each subcommand (and theirs) the empty-argument
+// and empty-value checks of its own arguments and flags, which the app's
+// Before runs too early to see.
+func checkCommandFlags(cmds []*cli.Command) {
+	for _, cmd := range cmds {
+		cmd := cmd
+		before := cmd.Before
+		cmd.Before = func(c *cli.Context) error {
+			if len(cmd.Subcommands) == 0 || c.NArg() == 0 || cmd.Command(c.Args().First()) == nil {
+				if err := checkEmptyArgs(c); err != nil {
+					return err
+				}
+			}
+			if err := CheckEmptyFlags(c, cmd.Flags); err != nil {
+				return err
+			}
+			if before != nil {
+				return before(c)
+			}
+			return nil
+		}
+		checkCommandFlags(cmd.Subcommands)
+	}
+}
+
+// CheckEmptyFlags refuses a string flag of flags given explicitly with an
+// empty value ("--output-file=", "--spec=", "-o \"$UNSET\""), a usage
+// error naming the flag as typed: "--output-file: empty value (want
+// PATH)". An empty value is never meant: taken as unset it would write to
+// stdout instead of a file, skip a check or fall back to a default without
+// a word. Every tool runs it from the Before that AddVersion installs, for
+// the app's flags and each subcommand's. String-list flags are refused when
+// any of their values is empty; other flags parse their own values.
+func CheckEmptyFlags(c *cli.Context, flags []cli.Flag) error {
+	set := c.LocalFlagNames() // this command's flags given (not a parent's)
+	for _, f := range flags {
+		names := f.Names()
+		if !slices.ContainsFunc(names, func(n string) bool { return slices.Contains(set, n) }) {
+			continue
+		}
+		var usage string
+		switch f := f.(type) {
+		case *cli.StringFlag:
+			if c.String(f.Name) != "" {
+				continue
+			}
+			usage = f.Usage
+		case *cli.PathFlag:
+			if c.Path(f.Name) != "" {
+				continue
+			}
+			usage = f.Usage
+		case *cli.StringSliceFlag:
+			if !slices.Contains(c.StringSlice(f.Name), "") {
+				continue
+			}
+			usage = f.Usage
+		default:
+			continue
+		}
+		args, _ := c.App.Metadata["args"].([]string)
+		flag := FlagAsGiven(args, names...)
+		if placeholder := usagePlaceholder(usage); placeholder != "" {
+			return Usagef("%s: empty value (want %s)", flag, placeholder)
+		}
+		return Usagef("%s: empty value", flag)
+	}
+	return nil
+}
+
+// usagePlaceholder is the `NAME` a flag's usage text marks for its value
+// (urfave/cli's convention), or "".
+func usagePlaceholder(usage string) string {
+	_, rest, ok := strings.Cut(usage, "`")
+	if !ok {
+		return ""
+	}
+	name, _, ok := strings.Cut(rest, "`")
+	if !ok {
+		return ""
+	}
+	return name
 }

@@ -312,6 +312,7 @@ func VerifyFile(path string) (VerifyReport, error) {
 // it says when the directory is not covered (an artifact without
 // metadata.directory_sha256).
 func VerifySummary(path string, vr VerifyReport) string {
+	path = termsafe.Path(path) // a status line: the path cannot drive the terminal
 	counts := fmt.Sprintf("%d objects, %d hashes, %d tensors valid", vr.Objects, vr.HashesChecked, vr.TensorsChecked)
 	if vr.DirectoryChecked && vr.ArtifactIDChecked {
 		return fmt.Sprintf("verified %s: directory sha256, %s", path, counts)

@@ -22,6 +22,7 @@ import (
 	"github.com/ninfer/ninfer/pkg/progress"
 	"github.com/ninfer/ninfer/pkg/sample"
 	"github.com/ninfer/ninfer/pkg/spec"
+	"github.com/ninfer/ninfer/pkg/termsafe"
 	"github.com/ninfer/ninfer/pkg/tokenizer"
 )
 
@@ -179,7 +180,7 @@ func Open(o Options) (r *Runner, err error) {
 		}
 	}
 	start := time.Now()
-	logf("loading %s", o.Weights)
+	logf("loading %s", termsafe.Path(o.Weights))
 	r = &Runner{opts: o, sampler: sampler}
 	defer func() {
 		if err != nil {

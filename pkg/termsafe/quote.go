@@ -18,12 +18,35 @@ const MaxExcerpt = 64
 // characters, its first MaxExcerpt characters followed by "…" and the
 // full length: "abc…" (5242880 bytes). Callers give the position (file,
 // line, token or byte offset) themselves.
-func Quote(s string) string {
-	cut, ok := cutRunes(s, MaxExcerpt)
+func Quote(s string) string { return quoteCut(s, MaxExcerpt) }
+
+// quoteCut is s quoted in Go syntax, cut after n characters as Quote
+// describes.
+func quoteCut(s string, n int) string {
+	cut, ok := cutRunes(s, n)
 	if ok {
 		return strconv.Quote(s)
 	}
 	return strconv.Quote(cut) + "… (" + strconv.Itoa(len(s)) + " bytes)"
+}
+
+// MaxPath is the most characters of a file path that Path shows whole:
+// more than any real path needs, few enough to keep a status line short.
+const MaxPath = 256
+
+// Path is a user-given file path for a status or error line ("wrote
+// PATH", "loading PATH"): as it is when it is printable text of at most
+// MaxPath characters, so that ordinary paths, spaces and non-ASCII letters
+// included, read as typed; otherwise quoted in Go syntax like Quote (ESC,
+// BEL, CR, newline, C1, other non-printable runes and invalid UTF-8
+// escaped, so that the path can neither drive the terminal nor split the
+// line), and cut after MaxPath characters with the full length. The empty
+// path is shown as "".
+func Path(p string) string {
+	if p != "" && printable(p) && utf8.RuneCountInString(p) <= MaxPath {
+		return p
+	}
+	return quoteCut(p, MaxPath)
 }
 
 // QuoteBytes is Quote of b.

@@ -1,6 +1,7 @@
 package termsafe
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -52,6 +53,35 @@ func TestNameAndEscape(t *testing.T) {
 	for s, want := range map[string]bool{"ok name": false, "a\x1b": true, "a\u0085": true, "\xff": true, "tab\t": true} {
 		if HasControl(s) != want {
 			t.Errorf("HasControl(%q) = %v, want %v", s, !want, want)
+		}
+	}
+}
+
+func TestPath(t *testing.T) {
+	long := strings.Repeat("d/", MaxPath) // printable, 2*MaxPath characters
+	for in, want := range map[string]string{
+		"out/m.ninfer":        "out/m.ninfer",
+		"my models/q8 é.json": "my models/q8 é.json",
+		"":                    `""`,
+		"\x1b[31m\a":          `"\x1b[31m\a"`,
+		"a\nb\rc":             `"a\nb\rc"`,
+		"x\u009b2Jy":          `"x\u009b2Jy"`,
+		"bad\xff.json":        `"bad\xff.json"`,
+		"rtl\u202etxt.ninfer": `"rtl\u202etxt.ninfer"`,
+		long:                  `"` + long[:MaxPath] + `"… (` + strconv.Itoa(len(long)) + ` bytes)`,
+		long[:MaxPath]:        long[:MaxPath],
+	} {
+		got := Path(in)
+		if got != want {
+			t.Errorf("Path(%.80q) = %.300s, want %.300s", in, got, want)
+		}
+		for _, b := range []byte(got) {
+			if b < 0x20 || b == 0x7f {
+				t.Errorf("Path(%.80q) = %q holds control byte %#x", in, got, b)
+			}
+		}
+		if HasControl(got) {
+			t.Errorf("Path(%.80q) = %q holds a control character", in, got)
 		}
 	}
 }
