@@ -1,7 +1,7 @@
 package main
 
 import (
-	"math"
+	"fmt"
 	"strconv"
 
 	"github.com/urfave/cli/v2"
@@ -40,21 +40,21 @@ func listError(c *cli.Context, long, value string, _ error) error {
 }
 
 // countError words a bad count flag (-r, --warmup, --threads, ...) the
-// same way.
+// same way: CheckRange for an int64 beyond the range, else the shared
+// cliutil.NumberError (an integer too large for int64, or not an integer).
 func countError(c *cli.Context, long, value string, lo int64, _ error) error {
+	hi, note := int64(1<<32-1), ""
 	if long == "threads" {
-		if v, perr := strconv.ParseInt(value, 10, 64); perr == nil {
-			return cliutil.CheckThreads(typed(c, long), int(max(min(v, math.MaxInt32), math.MinInt32)))
-		}
+		hi, note = cliutil.MaxThreads, "0 = all cores"
 	}
-	hi := int64(1<<32 - 1)
-	if long == "threads" {
-		hi = cliutil.MaxThreads
+	if v, perr := strconv.ParseInt(value, 10, 64); perr == nil {
+		return cliutil.CheckRange(typed(c, long), v, lo, hi, note)
 	}
-	if _, perr := strconv.ParseInt(value, 10, 64); perr != nil {
-		return cliutil.Usagef("%s %s: not an integer (want %d..%d)", typed(c, long), value, lo, hi)
+	want := fmt.Sprintf("%d..%d", lo, hi)
+	if note != "" {
+		want += "; " + note
 	}
-	return cliutil.Usagef("%s %s: out of range (want %d..%d)", typed(c, long), value, lo, hi)
+	return cliutil.NumberError(typed(c, long), value, want)
 }
 
 // checkBenchInputs runs the shared checks: --threads in range, the model

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,7 +84,10 @@ Examples:
 		},
 		Action: convertAction,
 	}
-	return cliutil.Prepare(app, stdout, stderr)
+	return cliutil.SetFlagRanges(cliutil.Prepare(app, stdout, stderr), map[string]string{
+		"threads":    cliutil.ThreadsRange,
+		"draft-head": fmt.Sprintf("0..%d; 0 = none", math.MaxInt),
+	})
 }
 
 func convertAction(c *cli.Context) error {

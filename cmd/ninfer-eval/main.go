@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -38,7 +39,12 @@ func main() {
 // run runs the command and returns its exit status: 0, 1 for runtime
 // errors, 2 for usage errors, 128 + the signal when stopped by one.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	app := cliutil.Prepare(newApp(), stdout, stderr)
+	app := cliutil.SetFlagRanges(cliutil.Prepare(newApp(), stdout, stderr), map[string]string{
+		"threads":     cliutil.ThreadsRange,
+		"ctx":         fmt.Sprintf("3..%d", math.MaxInt),
+		"stride":      fmt.Sprintf("0..%d; 0 = --ctx", math.MaxInt),
+		"max-windows": fmt.Sprintf("0..%d; 0 = all", math.MaxInt),
+	})
 	app.Action = func(c *cli.Context) error { return action(ctx, c, stdout, stderr) }
 	return cliutil.Run(app, args, stderr)
 }

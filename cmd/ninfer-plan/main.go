@@ -6,6 +6,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -29,7 +30,9 @@ func main() { os.Exit(run(os.Args, os.Stdout, os.Stderr)) }
 // run runs the command and returns its exit status: 0, 1 for runtime
 // errors, 2 for usage errors.
 func run(args []string, stdout, stderr io.Writer) int {
-	return cliutil.Run(newApp(stdout, stderr), args, stderr)
+	return cliutil.Run(cliutil.SetFlagRanges(newApp(stdout, stderr), map[string]string{
+		"device": fmt.Sprintf("0..%d", math.MaxInt),
+	}), args, stderr)
 }
 
 func newApp(stdout, stderr io.Writer) *cli.App {
@@ -74,10 +77,8 @@ Examples:
 		Writer:          stdout,
 		ErrWriter:       stderr,
 		HideHelpCommand: true,
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return cliutil.UsageError{Err: err}
-		},
-		ExitErrHandler: func(*cli.Context, error) {},
+		OnUsageError:    cliutil.OnUsageError,
+		ExitErrHandler:  func(*cli.Context, error) {},
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "weights", Aliases: []string{"m"}, Usage: "plan for the .ninfer artifact `PATH` (header only is read)"},
 			&cli.StringFlag{Name: "config", Usage: "plan from a Hugging Face config.json `PATH` before converting"},
@@ -213,14 +214,19 @@ func resolveBackend(c *cli.Context) (b plan.Backend, note string, err error) {
 
 // options turns the flags into plan options; every error is a usage error.
 func options(c *cli.Context, stderr io.Writer) (o plan.Options, err error) {
-	positive := func(flag string) (int64, error) {
+	args, _ := c.App.Metadata["args"].([]string) // flags as typed, for messages
+	// inRange parses an integer flag in lo..hi; an error names the flag as
+	// typed, the value and the range.
+	inRange := func(flag string, lo, hi int64) (int64, error) {
 		s := c.String(flag)
+		typed := cliutil.FlagAsGiven(args, flag)
 		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n < 1 {
-			return 0, cliutil.Usagef("--%s %s: want a positive integer", flag, s)
+		if err != nil {
+			return 0, cliutil.NumberError(typed, s, fmt.Sprintf("%d..%d", lo, hi))
 		}
-		return n, nil
+		return n, cliutil.CheckRange(typed, n, lo, hi, "")
 	}
+	positive := func(flag string) (int64, error) { return inRange(flag, 1, math.MaxInt64) }
 	size := func(flag string) (int64, error) {
 		n, err := plan.ParseSize(c.String(flag))
 		if err != nil {
@@ -276,17 +282,17 @@ func options(c *cli.Context, stderr io.Writer) (o plan.Options, err error) {
 		return o, err
 	}
 	if c.IsSet("draft-tokens") {
-		n, err := positive("draft-tokens")
+		n, err := inRange("draft-tokens", 1, plan.MaxDraftTokens)
 		if err != nil {
-			return o, cliutil.Usagef("invalid draft-tokens: %s", c.String("draft-tokens"))
+			return o, err
 		}
-		o.DraftTokens = int(min(n, 1<<20))
+		o.DraftTokens = int(n)
 	}
 	o.LMHeadDraft = c.Bool("lm-head-draft")
 	o.UseCUDAGraph = !c.Bool("no-cuda-graph") && o.Backend == plan.BackendCUDA
 	o.Device = c.Int("device")
-	if o.Device < 0 {
-		return o, cliutil.Usagef("invalid device: %d", o.Device)
+	if err := cliutil.CheckRange(cliutil.FlagAsGiven(args, "device"), int64(o.Device), 0, math.MaxInt, ""); err != nil {
+		return o, err
 	}
 
 	budgets := 0
@@ -324,6 +330,12 @@ func options(c *cli.Context, stderr io.Writer) (o plan.Options, err error) {
 		}
 		if o.RuntimeOverheadBytes, err = sizeOrNone("runtime-overhead"); err != nil {
 			return o, err
+		}
+		// An overhead that leaves nothing of the device total fits no model:
+		// the flags contradict each other, whatever the weights.
+		if o.RuntimeOverheadBytes >= o.DeviceTotalBytes {
+			return o, cliutil.Usagef("%s %s: out of range (want less than the device total, %d bytes)",
+				cliutil.FlagAsGiven(args, "runtime-overhead"), c.String("runtime-overhead"), o.DeviceTotalBytes)
 		}
 	}
 	if err := o.Validate(); err != nil {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -40,12 +41,24 @@ func mainStatus() int {
 	return run(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr)
 }
 
+// flagRanges words the valid range of the integer flags whose values the
+// flag package can refuse (too large, not a number), as action checks them.
+var flagRanges = map[string]string{
+	"threads":       cliutil.ThreadsRange,
+	"max-new":       fmt.Sprintf("0..%d", math.MaxInt),
+	"max-ctx":       fmt.Sprintf("0..%d; 0 = the model default", math.MaxInt),
+	"prefill-chunk": "a positive multiple of 128",
+	"draft-tokens":  fmt.Sprintf("1..%d", spec.MaxDraftTokens),
+	"top-k":         fmt.Sprintf("0..%d; 0 = off", math.MaxInt),
+}
+
 // run runs the command and returns its exit status: 0, 1 for runtime
 // errors, 2 for usage errors, 128 + the signal when stopped by one (130
 // SIGINT, 143 SIGTERM, 129 SIGHUP).
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	interrupted := false
 	app := cliutil.Prepare(newApp(), stdout, stderr)
+	cliutil.SetFlagRanges(app, flagRanges)
 	app.Action = func(c *cli.Context) error {
 		var err error
 		interrupted, err = action(ctx, c, stdin, stdout, stderr)

@@ -103,7 +103,7 @@ func TestExitCodes(t *testing.T) {
 		{"max-ctx over the model", []string{"--weights", m, "--max-ctx", "100000000", "-q", "--prompt", "x"}, "", 1, "--max-ctx 100000000 exceeds the model's max_position_embeddings 4096"},
 		{"empty stdin", []string{"--weights", m}, "", 1, "ninfer-run: stdin: no prompt (no non-blank line)"},
 		{"blank stdin", []string{"--weights", m, "--ids"}, "\n  \n\r\n", 1, "ninfer-run: stdin: no prompt (no non-blank line)"},
-		{"seed flag spelling", []string{"--weights", m, "--prompt", "x", "--seed", "-1"}, "", 2, `--seed: invalid value "-1"`},
+		{"seed flag spelling", []string{"--weights", m, "--prompt", "x", "--seed", "-1"}, "", 2, "--seed -1: out of range (want 0..18446744073709551615)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := runCmd(t, context.Background(), tc.stdin, tc.args...)

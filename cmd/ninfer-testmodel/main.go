@@ -148,7 +148,11 @@ Examples:
 			return nil
 		},
 	}
-	return cliutil.Prepare(app, stdout, stderr)
+	ranges := map[string]string{}
+	for _, f := range sizeFlags {
+		ranges[f.name] = fmt.Sprintf("%d..%d", f.lo, f.hi)
+	}
+	return cliutil.SetFlagRanges(cliutil.Prepare(app, stdout, stderr), ranges)
 }
 
 func sizeDesc(o testmodel.Options) string {

@@ -29,7 +29,7 @@ func TestRun(t *testing.T) {
 		{"two_args", []string{"a", "b"}, 2, "ninfer-testmodel: expected exactly one OUT_DIR, got 2 argument(s)\n"},
 		{"flag_after_dir", []string{"out", "--dtype", "f32"}, 2, "ninfer-testmodel: flag \"--dtype\" after the arguments (flags go first, then exactly one OUT_DIR)\n"},
 		{"bad_flag", []string{"--nope", out}, 2, "ninfer-testmodel: flag provided but not defined: --nope\n"},
-		{"bad_int", []string{"--layers", "x", out}, 2, "ninfer-testmodel: --layers: invalid value \"x\"\n"},
+		{"bad_int", []string{"--layers", "x", out}, 2, "ninfer-testmodel: --layers x: not an integer (want 1..1024)\n"},
 		{"bad_dtype", []string{"--dtype", "int4", filepath.Join(root, "x")}, 2, `dtype "int4"`},
 		{"bad_vocab", []string{"--vocab", "100", filepath.Join(root, "x")}, 2, "--vocab 100: out of range (want 261..2147483647)"},
 		{"runtime", []string{filepath.Join(blocker, "sub")}, 1, "ninfer-testmodel: "},

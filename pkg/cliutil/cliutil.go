@@ -43,7 +43,7 @@ func Prepare(app *cli.App, stdout, stderr io.Writer) *cli.App {
 	app.Writer, app.ErrWriter = stdout, stderr
 	AddVersion(app)
 	app.HideHelpCommand = true
-	app.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return UsageError{FlagMessage(err)} }
+	app.OnUsageError = OnUsageError
 	app.ExitErrHandler = func(*cli.Context, error) {}
 	return app
 }
@@ -73,6 +73,17 @@ func Run(app *cli.App, args []string, stderr io.Writer) int {
 		return 2
 	}
 	return 1
+}
+
+// OnUsageError is the tools' cli.App.OnUsageError (Prepare sets it): a
+// flag-parsing error becomes a usage error, a bad number naming the flag as
+// typed and its range (NumberError, SetFlagRanges), any other one in the
+// words of FlagMessage.
+func OnUsageError(c *cli.Context, err error, _ bool) error {
+	if nerr, ok := numberFlagError(c, err); ok {
+		return nerr
+	}
+	return UsageError{FlagMessage(err)}
 }
 
 // FlagMessage rewrites the flag package's parse errors, which spell flags

@@ -41,7 +41,7 @@ func TestRunExitStatus(t *testing.T) {
 		{"usage", nil, Usagef("--foo %d must be ≥ 0", -1), 2, "t: --foo -1 must be ≥ 0\n"},
 		{"interrupted", nil, fmt.Errorf("convert: %w", ErrInterrupted), 130, "t: convert: interrupted\n"},
 		{"canceled", nil, fmt.Errorf("convert: %w", context.Canceled), 130, "t: convert: context canceled\n"},
-		{"bad int flag", []string{"--count", "-x"}, nil, 2, "t: --count: invalid value \"-x\"\n"},
+		{"bad int flag", []string{"--count", "-x"}, nil, 2, "t: --count -x: not an integer (want -9223372036854775808..9223372036854775807)\n"},
 		{"unknown flag", []string{"--nope"}, nil, 2, "t: flag provided but not defined: --nope\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

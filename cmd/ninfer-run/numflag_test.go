@@ -1,0 +1,31 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+// TestNumericFlagRange: a numeric flag value the flag package refuses (too
+// large for its type, negative for an unsigned one, not a number) is a
+// usage error naming the flag as typed, the value and the valid range.
+func TestNumericFlagRange(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--threads", "99999999999999999999", "--prompt", "x"}, "ninfer-run: --threads 99999999999999999999: out of range (want 0..256; 0 = all cores)"},
+		{[]string{"-threads=many", "--prompt", "x"}, "ninfer-run: -threads many: not an integer (want 0..256; 0 = all cores)"},
+		{[]string{"--seed", "-5", "--prompt", "x"}, "ninfer-run: --seed -5: out of range (want 0..18446744073709551615)"},
+		{[]string{"--seed", "99999999999999999999", "--prompt", "x"}, "ninfer-run: --seed 99999999999999999999: out of range (want 0..18446744073709551615)"},
+		{[]string{"-n", "1.5", "--prompt", "x"}, "ninfer-run: -n 1.5: not an integer (want 0..9223372036854775807)"},
+		{[]string{"--temperature", "hot", "--prompt", "x"}, "ninfer-run: --temperature hot: not a number"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), append([]string{"ninfer-run"}, tc.args...), strings.NewReader(""), &stdout, &stderr)
+		if code != 2 || stderr.String() != tc.want+"\n" {
+			t.Errorf("%q: exit %d stderr %q; want exit 2 and %q", tc.args, code, stderr.String(), tc.want)
+		}
+	}
+}
