@@ -213,29 +213,49 @@ static void conv_store(const conv_args *a, int64_t at, const float *win, int sw)
     }
 }
 
+/* One task: CONV_CH channels over all tokens. The taps and the windows are
+ * held as structures of arrays over the task's channels (wt[i][c],
+ * win[i][c]), so the token loop reads and writes contiguous channels of
+ * each token row (the row stride is the whole channel count); per channel
+ * the arithmetic is unchanged: s = w[sw]·x, then s += w[i]·win[i] for
+ * i = 0 … sw−1, in that order. */
 static void conv_task(void *a_, int task, int tid) {
     (void)tid;
     conv_args *a = (conv_args *)a_;
     int C = a->x.d, kw = a->kw, sw = kw - 1;
-    int c0 = task * CONV_CH, c1 = c0 + CONV_CH < C ? c0 + CONV_CH : C;
-    float win[16];
-    for (int ch = c0; ch < c1; ch++) {
-        const float *wc = a->w + (int64_t)ch * kw;
-        conv_load(a, a->slot_stride * a->in_slot + (int64_t)ch * sw, win, sw);
-        for (int t = 0; t < a->x.t; t++) {
-            float xin = a->x.p[t * a->x.ld + ch];
-            float s = wc[sw] * xin;
-            for (int i = 0; i < sw; i++) s += wc[i] * win[i];
-            for (int i = 0; i + 1 < sw; i++) win[i] = win[i + 1];
+    int c0 = task * CONV_CH, c1 = c0 + CONV_CH < C ? c0 + CONV_CH : C, nc = c1 - c0;
+    float wt[16][CONV_CH], win[16][CONV_CH], w1[16];
+    for (int c = 0; c < nc; c++) {
+        const float *wc = a->w + (int64_t)(c0 + c) * kw;
+        for (int i = 0; i < kw; i++) wt[i][c] = wc[i];
+        conv_load(a, a->slot_stride * a->in_slot + (int64_t)(c0 + c) * sw, w1, sw);
+        for (int i = 0; i < sw; i++) win[i][c] = w1[i];
+    }
+    for (int t = 0; t < a->x.t; t++) {
+        const float *xt = a->x.p + t * a->x.ld + c0;
+        float *yt = a->y.p + t * a->y.ld + c0;
+        for (int c = 0; c < nc; c++) {
+            float xin = xt[c];
+            float s = wt[sw][c] * xin;
+            for (int i = 0; i < sw; i++) s += wt[i][c] * win[i][c];
+            for (int i = 0; i + 1 < sw; i++) win[i][c] = win[i + 1][c];
             /* With bf16 state the window holds bf16-rounded inputs in every
              * path (in-chunk and stored), so chunked prefill and decode agree. */
-            if (sw > 0) win[sw - 1] = a->bf16 ? ni_bf16(ni_to_bf16(xin)) : xin;
-            a->y.p[t * a->y.ld + ch] = s; /* silu below, on the task's channels at once */
-            if (a->per) conv_store(a, a->slot_stride * t + (int64_t)ch * sw, win, sw);
+            if (sw > 0) win[sw - 1][c] = a->bf16 ? ni_bf16(ni_to_bf16(xin)) : xin;
+            yt[c] = s;
         }
-        if (!a->per) conv_store(a, a->slot_stride * a->out_slot + (int64_t)ch * sw, win, sw);
+        ni_silu_vec(a->isa, yt, yt, nc);
+        if (a->per)
+            for (int c = 0; c < nc; c++) {
+                for (int i = 0; i < sw; i++) w1[i] = win[i][c];
+                conv_store(a, a->slot_stride * t + (int64_t)(c0 + c) * sw, w1, sw);
+            }
     }
-    for (int t = 0; t < a->x.t; t++) ni_silu_vec(a->isa, a->y.p + t * a->y.ld + c0, a->y.p + t * a->y.ld + c0, c1 - c0);
+    if (!a->per)
+        for (int c = 0; c < nc; c++) {
+            for (int i = 0; i < sw; i++) w1[i] = win[i][c];
+            conv_store(a, a->slot_stride * a->out_slot + (int64_t)(c0 + c) * sw, w1, sw);
+        }
 }
 
 void ni_conv1d_silu(ni_ctx *c, ni_rows x, ni_rows y, const float *w, int kw, void *state, int state_bf16,
