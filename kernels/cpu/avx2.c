@@ -62,6 +62,30 @@ AVX2 void ni_axpy_avx2(float a, const float *x, float *y, int64_t n) {
     for (; i < n; i++) y[i] += a * x[i];
 }
 
+/* m axpys in order with each y element in a register across them (the
+ * per-element operations of m ni_axpy_avx2 calls; the last n mod 8
+ * elements go through ni_axpy_avx2 itself). */
+AVX2 void ni_axpy_rows_avx2(const float *a, int m, const float *X, int64_t ldx, float *y, int64_t n) {
+    int64_t d = 0;
+    for (; d + 64 <= n; d += 64) {
+        __m256 acc[8];
+        for (int k = 0; k < 8; k++) acc[k] = _mm256_loadu_ps(y + d + 8 * k);
+        for (int j = 0; j < m; j++) {
+            __m256 av = _mm256_set1_ps(a[j]);
+            const float *x = X + j * ldx + d;
+            for (int k = 0; k < 8; k++) acc[k] = _mm256_fmadd_ps(av, _mm256_loadu_ps(x + 8 * k), acc[k]);
+        }
+        for (int k = 0; k < 8; k++) _mm256_storeu_ps(y + d + 8 * k, acc[k]);
+    }
+    for (; d + 8 <= n; d += 8) {
+        __m256 acc = _mm256_loadu_ps(y + d);
+        for (int j = 0; j < m; j++) acc = _mm256_fmadd_ps(_mm256_set1_ps(a[j]), _mm256_loadu_ps(X + j * ldx + d), acc);
+        _mm256_storeu_ps(y + d, acc);
+    }
+    if (d < n)
+        for (int j = 0; j < m; j++) ni_axpy_avx2(a[j], X + j * ldx + d, y + d, n - d);
+}
+
 AVX2 void ni_scal_avx2(float a, float *y, int64_t n) {
     __m256 av = _mm256_set1_ps(a);
     int64_t i = 0;

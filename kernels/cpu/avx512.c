@@ -93,6 +93,35 @@ AVX512 void ni_axpy_avx512(float a, const float *x, float *y, int64_t n) {
     }
 }
 
+/* y[d] = fma(a[m−1], X[m−1][d], … fma(a[0], X[0][d], y[d])) for d < n: m
+ * axpys in order, each y element kept in a register across them (the same
+ * per-element FMA sequence as m calls of ni_axpy_avx512). */
+AVX512 void ni_axpy_rows_avx512(const float *a, int m, const float *X, int64_t ldx, float *y, int64_t n) {
+    int64_t d = 0;
+    for (; d + 128 <= n; d += 128) {
+        __m512 acc[8];
+        for (int k = 0; k < 8; k++) acc[k] = _mm512_loadu_ps(y + d + 16 * k);
+        for (int j = 0; j < m; j++) {
+            __m512 av = _mm512_set1_ps(a[j]);
+            const float *x = X + j * ldx + d;
+            for (int k = 0; k < 8; k++) acc[k] = _mm512_fmadd_ps(av, _mm512_loadu_ps(x + 16 * k), acc[k]);
+        }
+        for (int k = 0; k < 8; k++) _mm512_storeu_ps(y + d + 16 * k, acc[k]);
+    }
+    for (; d + 16 <= n; d += 16) {
+        __m512 acc = _mm512_loadu_ps(y + d);
+        for (int j = 0; j < m; j++) acc = _mm512_fmadd_ps(_mm512_set1_ps(a[j]), _mm512_loadu_ps(X + j * ldx + d), acc);
+        _mm512_storeu_ps(y + d, acc);
+    }
+    if (d < n) {
+        __mmask16 mk = MASK16(n - d);
+        __m512 acc = _mm512_maskz_loadu_ps(mk, y + d);
+        for (int j = 0; j < m; j++)
+            acc = _mm512_fmadd_ps(_mm512_set1_ps(a[j]), _mm512_maskz_loadu_ps(mk, X + j * ldx + d), acc);
+        _mm512_mask_storeu_ps(y + d, mk, acc);
+    }
+}
+
 AVX512 void ni_scal_avx512(float a, float *y, int64_t n) {
     __m512 av = _mm512_set1_ps(a);
     int64_t i = 0;

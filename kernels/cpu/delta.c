@@ -53,7 +53,8 @@ static void gdn_chunk_task(void *a_, int j, int tid) {
     const int C = NI_GDN_CHUNK;
     int dk = a->k.d, dv = a->v.d, kh = j / (a->v.h / a->k.h);
     int64_t hsz = (int64_t)dk * dv;
-    float *S = ni_tmp(a->c, tid, hsz + (int64_t)C * (3 * C + 2 * dv + dk + 4));
+    int cw = dk > C ? dk : C; /* coefficient rows for ni_axpy_rows */
+    float *S = ni_tmp(a->c, tid, hsz + (int64_t)C * (3 * C + 2 * dv + dk + 4) + 2 * cw);
     float *A = S + hsz;     /* [C][C] strictly lower (β K Kᵀ) ⊙ D */
     float *QK = A + C * C;  /* [C][C] (Q Kᵀ) ⊙ D, i ≥ j */
     float *U = QK + C * C;  /* [C][dv] */
@@ -62,6 +63,7 @@ static void gdn_chunk_task(void *a_, int j, int tid) {
     float *G = VP + C * dv; /* Γ */
     float *B = G + C;
     float *EG = B + C;
+    float *cf = EG + C, *cf2 = cf + cw; /* per-row coefficients (the order of the axpys they replace) */
     memcpy(S, a->state + a->slot_stride * a->in_slot + j * hsz, (size_t)hsz * 4);
     int T = a->v.t;
     for (int t0 = 0; t0 < T; t0 += C) {
@@ -88,10 +90,9 @@ static void gdn_chunk_task(void *a_, int j, int tid) {
             float *ui = U + (int64_t)i * dv, *wi = W + (int64_t)i * dk;
             for (int d = 0; d < dv; d++) ui[d] = B[i] * vi[d];
             for (int d = 0; d < dk; d++) wi[d] = B[i] * EG[i] * ki[d];
-            for (int s = 0; s < i; s++) {
-                ni_axpy(isa, -A[i * C + s], U + (int64_t)s * dv, ui, dv);
-                ni_axpy(isa, -A[i * C + s], W + (int64_t)s * dk, wi, dk);
-            }
+            for (int s = 0; s < i; s++) cf[s] = -A[i * C + s];
+            ni_axpy_rows(isa, cf, i, U, dv, ui, dv);
+            ni_axpy_rows(isa, cf, i, W, dk, wi, dk);
         }
         /* V' = U − W S; O = (Q ⊙ e^Γ) S + QK V' */
         for (int i = 0; i < n; i++) {
@@ -99,22 +100,21 @@ static void gdn_chunk_task(void *a_, int j, int tid) {
             const float *wi = W + (int64_t)i * dk, *qi = ni_row(a->q, t0 + i, kh);
             memcpy(vp, U + (int64_t)i * dv, (size_t)dv * 4);
             memset(o, 0, (size_t)dv * 4);
-            for (int r = 0; r < dk; r++) {
-                ni_axpy(isa, -wi[r], S + (int64_t)r * dv, vp, dv);
-                ni_axpy(isa, qi[r] * EG[i], S + (int64_t)r * dv, o, dv);
-            }
+            for (int r = 0; r < dk; r++) cf[r] = -wi[r], cf2[r] = qi[r] * EG[i];
+            ni_axpy_rows(isa, cf, dk, S, dv, vp, dv);
+            ni_axpy_rows(isa, cf2, dk, S, dv, o, dv);
         }
         for (int i = 0; i < n; i++) {
             float *o = ni_row(a->o, t0 + i, j);
-            for (int s = 0; s <= i; s++) ni_axpy(isa, QK[i * C + s], VP + (int64_t)s * dv, o, dv);
+            ni_axpy_rows(isa, QK + i * C, i + 1, VP, dv, o, dv);
         }
         /* S ← e^{Γ_n} S + (K ⊙ e^{Γ_n − Γ})ᵀ V' */
         float gl = G[n - 1];
         for (int r = 0; r < dk; r++) ni_scal(isa, expf(gl), S + (int64_t)r * dv, dv);
-        for (int i = 0; i < n; i++) {
-            const float *ki = ni_row(a->k, t0 + i, kh);
-            float e = expf(gl - G[i]);
-            for (int r = 0; r < dk; r++) ni_axpy(isa, ki[r] * e, VP + (int64_t)i * dv, S + (int64_t)r * dv, dv);
+        for (int i = 0; i < n; i++) cf2[i] = expf(gl - G[i]);
+        for (int r = 0; r < dk; r++) { /* row r over the chunk's tokens in order */
+            for (int i = 0; i < n; i++) cf[i] = ni_row(a->k, t0 + i, kh)[r] * cf2[i];
+            ni_axpy_rows(isa, cf, n, VP, dv, S + (int64_t)r * dv, dv);
         }
     }
     memcpy(a->state + a->slot_stride * a->out_slot + j * hsz, S, (size_t)hsz * 4);

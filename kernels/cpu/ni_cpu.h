@@ -55,6 +55,9 @@ float ni_dot(int isa, const float *a, const float *b, int64_t n);
 /* out[j] = dot(w, x_j) for 4 vectors x_j at x + j*ldx. */
 void ni_dot4(int isa, const float *w, const float *x, int64_t ldx, int64_t n, float *out);
 void ni_axpy(int isa, float a, const float *x, float *y, int64_t n); /* y += a·x */
+/* m axpys in order, y += a[j]·X[j] for j = 0 … m−1 (row j at X + j·ldx),
+ * bit-identical to m ni_axpy calls, with y held in registers across them. */
+void ni_axpy_rows(int isa, const float *a, int m, const float *X, int64_t ldx, float *y, int64_t n);
 void ni_scal(int isa, float a, float *y, int64_t n);                  /* y *= a */
 /* y[i] = silu(x[i]) = x[i] / (1 + exp(−x[i])); x and y may alias. AVX2 and
  * up use a polynomial exp of about 1 ulp (avx2.c exp256), scalar expf. */
@@ -67,6 +70,7 @@ void ni_bf16_to_f32_row(int isa, const uint16_t *w, float *out, int64_t n);
 float ni_dot_avx2(const float *a, const float *b, int64_t n);
 void ni_dot4_avx2(const float *w, const float *x, int64_t ldx, int64_t n, float *out);
 void ni_axpy_avx2(float a, const float *x, float *y, int64_t n);
+void ni_axpy_rows_avx2(const float *a, int m, const float *X, int64_t ldx, float *y, int64_t n);
 void ni_scal_avx2(float a, float *y, int64_t n);
 void ni_silu_avx2(const float *x, float *y, int64_t n);
 float ni_sumsq_avx2(const float *x, int64_t n);
@@ -104,6 +108,7 @@ void ni_dot_fp8row_multi_avx2(const uint8_t *codes, float scale, int64_t k, cons
 float ni_dot_avx512(const float *a, const float *b, int64_t n);
 void ni_dot4_avx512(const float *w, const float *x, int64_t ldx, int64_t n, float *out);
 void ni_axpy_avx512(float a, const float *x, float *y, int64_t n);
+void ni_axpy_rows_avx512(const float *a, int m, const float *X, int64_t ldx, float *y, int64_t n);
 void ni_scal_avx512(float a, float *y, int64_t n);
 float ni_sumsq_avx512(const float *x, int64_t n);
 float ni_dot_bf16_avx512(const uint16_t *w, const float *x, int64_t n);

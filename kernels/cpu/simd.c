@@ -45,6 +45,18 @@ void ni_axpy(int isa, float a, const float *x, float *y, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
 }
 
+void ni_axpy_rows(int isa, const float *a, int m, const float *X, int64_t ldx, float *y, int64_t n) {
+    if (isa == NI_ISA_AVX512) {
+        ni_axpy_rows_avx512(a, m, X, ldx, y, n);
+        return;
+    }
+    if (isa == NI_ISA_AVX2) {
+        ni_axpy_rows_avx2(a, m, X, ldx, y, n);
+        return;
+    }
+    for (int j = 0; j < m; j++) ni_axpy(isa, a[j], X + (int64_t)j * ldx, y, n);
+}
+
 void ni_silu_vec(int isa, const float *x, float *y, int64_t n) {
     if (isa >= NI_ISA_AVX2) {
         ni_silu_avx2(x, y, n);
