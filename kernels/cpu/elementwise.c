@@ -213,6 +213,26 @@ static void conv_store(const conv_args *a, int64_t at, const float *win, int sw)
     }
 }
 
+/* One token of a kw = 4 conv over nc channels (structure-of-arrays taps
+ * and windows): s = w3·x + w0·win0 + w1·win1 + w2·win2 in that order, then
+ * the window shifts in x (bf16-rounded for a bf16 state). */
+static void conv_step3(float (*restrict wt)[CONV_CH], float (*restrict win)[CONV_CH], const float *restrict xt,
+                       float *restrict yt, int nc, int bf16) {
+    for (int c = 0; c < nc; c++) {
+        float xin = xt[c];
+        float s = wt[3][c] * xin;
+        s += wt[0][c] * win[0][c];
+        s += wt[1][c] * win[1][c];
+        s += wt[2][c] * win[2][c];
+        win[0][c] = win[1][c];
+        win[1][c] = win[2][c];
+        win[2][c] = xin;
+        yt[c] = s;
+    }
+    if (bf16)
+        for (int c = 0; c < nc; c++) win[2][c] = ni_bf16(ni_to_bf16(win[2][c]));
+}
+
 /* One task: CONV_CH channels over all tokens. The taps and the windows are
  * held as structures of arrays over the task's channels (wt[i][c],
  * win[i][c]), so the token loop reads and writes contiguous channels of
@@ -234,6 +254,9 @@ static void conv_task(void *a_, int task, int tid) {
     for (int t = 0; t < a->x.t; t++) {
         const float *xt = a->x.p + t * a->x.ld + c0;
         float *yt = a->y.p + t * a->y.ld + c0;
+        if (sw == 3) /* kw = 4 (every Qwen3.5 shape): the same operations, unrolled so the compiler vectorises them */
+            conv_step3(wt, win, xt, yt, nc, a->bf16);
+        else
         for (int c = 0; c < nc; c++) {
             float xin = xt[c];
             float s = wt[sw][c] * xin;
