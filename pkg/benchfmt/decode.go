@@ -640,11 +640,11 @@ func sameValue(path string, a, b gjson.Result) error {
 		for i := 0; i < len(ak) || i < len(bk); i++ {
 			switch {
 			case i >= len(ak):
-				return fmt.Errorf("%s: extra key %q in second", path, bk[i])
+				return fmt.Errorf("%s: extra key %s in second", path, termsafe.Quote(bk[i]))
 			case i >= len(bk):
-				return fmt.Errorf("%s: key %q missing in second", path, ak[i])
+				return fmt.Errorf("%s: key %s missing in second", path, termsafe.Quote(ak[i]))
 			case ak[i] != bk[i]:
-				return fmt.Errorf("%s: key #%d is %q vs %q", path, i, ak[i], bk[i])
+				return fmt.Errorf("%s: key #%d is %s vs %s", path, i, termsafe.Quote(ak[i]), termsafe.Quote(bk[i]))
 			}
 			if err := sameValue(path+"."+ak[i], av[i], bv[i]); err != nil {
 				return err

@@ -15,6 +15,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+
+	"github.com/ninfer/ninfer/pkg/termsafe"
 )
 
 // A logits file (docs/EVAL.md, "Logits files") holds a model's next-token
@@ -373,11 +375,11 @@ func OpenLogits(path string) (lf *LogitsFile, err error) {
 	}
 	switch {
 	case h.Format != LogitsFormat:
-		return nil, fmt.Errorf("%s: logits header: format %q, want %q", path, h.Format, LogitsFormat)
+		return nil, fmt.Errorf("%s: logits header: format %s, want %q", path, termsafe.Quote(h.Format), LogitsFormat)
 	case h.Version != LogitsVersion:
 		return nil, fmt.Errorf("%s: logits file version %d: this build reads version %d", path, h.Version, LogitsVersion)
 	case h.Encoding != LogitsEncoding:
-		return nil, fmt.Errorf("%s: logits encoding %q: want %q", path, h.Encoding, LogitsEncoding)
+		return nil, fmt.Errorf("%s: logits encoding %s: want %q", path, termsafe.Quote(h.Encoding), LogitsEncoding)
 	case h.Vocab <= 0 || h.Ctx < 3 || h.First < 0 || h.First >= h.Ctx-1 || h.Windows < 0 || h.Rows != h.Windows*(h.Ctx-1-h.First):
 		return nil, fmt.Errorf("%s: logits header: inconsistent vocab %d, ctx %d, first %d, windows %d, rows %d", path, h.Vocab, h.Ctx, h.First, h.Windows, h.Rows)
 	}

@@ -25,6 +25,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/ninfer/ninfer/pkg/termsafe"
 )
 
 // ManifestName is the manifest file name inside a case directory.
@@ -222,9 +224,9 @@ func (m Manifest) validate() error {
 	check := func(name string, b Block, seqLen int) error {
 		switch {
 		case b.File == "" || filepath.Base(b.File) != b.File:
-			return fmt.Errorf("%s: file %q must be a plain file name", name, b.File)
+			return fmt.Errorf("%s: file %s must be a plain file name", name, termsafe.Quote(b.File))
 		case b.DType != "float32":
-			return fmt.Errorf("%s: dtype %q, want float32", name, b.DType)
+			return fmt.Errorf("%s: dtype %s, want float32", name, termsafe.Quote(b.DType))
 		case b.Vocab != m.VocabSize:
 			return fmt.Errorf("%s: vocab %d, manifest vocab_size %d", name, b.Vocab, m.VocabSize)
 		case b.Rows <= 0 || b.FirstPosition < 0 || b.FirstPosition+b.Rows > seqLen:
@@ -254,7 +256,7 @@ func (m Manifest) validate() error {
 		seen := map[string]bool{}
 		for _, n := range h.Names {
 			if seen[n] {
-				return fmt.Errorf("hidden: name %q repeated", n)
+				return fmt.Errorf("hidden: name %s repeated", termsafe.Quote(n))
 			}
 			seen[n] = true
 		}
