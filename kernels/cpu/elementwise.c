@@ -215,9 +215,10 @@ static void conv_store(const conv_args *a, int64_t at, const float *win, int sw)
 
 /* One token of a kw = 4 conv over nc channels (structure-of-arrays taps
  * and windows): s = w3·x + w0·win0 + w1·win1 + w2·win2 in that order, then
- * the window shifts in x (bf16-rounded for a bf16 state). */
-static void conv_step3(float (*restrict wt)[CONV_CH], float (*restrict win)[CONV_CH], const float *restrict xt,
-                       float *restrict yt, int nc, int bf16) {
+ * the window shifts in x (bf16-rounded for a bf16 state). x and y may be
+ * the same row (an in-place conv): no restrict on them. */
+static void conv_step3(float (*restrict wt)[CONV_CH], float (*restrict win)[CONV_CH], const float *xt,
+                       float *yt, int nc, int bf16) {
     for (int c = 0; c < nc; c++) {
         float xin = xt[c];
         float s = wt[3][c] * xin;
