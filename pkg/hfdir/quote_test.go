@@ -7,32 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ninfer/ninfer/internal/inerttest"
 	"github.com/ninfer/ninfer/pkg/hfdir"
 	"github.com/ninfer/ninfer/pkg/safetensors"
 	"github.com/ninfer/ninfer/pkg/testmodel"
 )
-
-// checkInertError fails unless err is a short, one-line message: no control
-// byte (< 0x20 or 0x7f) and under 1 KiB, with want (the quoted form of the
-// untrusted string) in it.
-func checkInertError(t *testing.T, err error, want string) {
-	t.Helper()
-	if err == nil {
-		t.Fatal("no error")
-	}
-	msg := err.Error()
-	for i := 0; i < len(msg); i++ {
-		if c := msg[i]; c < 0x20 || c == 0x7f {
-			t.Fatalf("error holds control byte %#x at %d: %q", c, i, msg)
-		}
-	}
-	if len(msg) >= 1024 {
-		t.Fatalf("error is %d bytes long: %.200q…", len(msg), msg)
-	}
-	if !strings.Contains(msg, want) {
-		t.Fatalf("error %q does not contain %q", msg, want)
-	}
-}
 
 // TestOpenErrorsQuoteUntrustedNames feeds tensor names, shard names and
 // config values holding terminal escapes, or 100,000 bytes long, through
@@ -158,12 +137,12 @@ func TestOpenErrorsQuoteUntrustedNames(t *testing.T) {
 			if err == nil {
 				d.Close()
 			}
-			checkInertError(t, err, c.want)
+			inerttest.CheckError(t, err, c.want)
 		})
 	}
 	d := open(t, gen(t, nil))
 	for _, in := range []struct{ name, want string }{{ctrl, ctrlQ}, {long, longQ}} {
 		_, err := d.Resource(in.name)
-		checkInertError(t, err, in.want)
+		inerttest.CheckError(t, err, in.want)
 	}
 }

@@ -4,29 +4,9 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-)
 
-// checkInertError fails unless err is a short, one-line message: no control
-// byte (< 0x20 or 0x7f) and under 1 KiB, with want (the quoted form of the
-// untrusted string) in it.
-func checkInertError(t *testing.T, err error, want string) {
-	t.Helper()
-	if err == nil {
-		t.Fatal("no error")
-	}
-	msg := err.Error()
-	for i := 0; i < len(msg); i++ {
-		if c := msg[i]; c < 0x20 || c == 0x7f {
-			t.Fatalf("error holds control byte %#x at %d: %q", c, i, msg)
-		}
-	}
-	if len(msg) >= 1024 {
-		t.Fatalf("error is %d bytes long: %.200q…", len(msg), msg)
-	}
-	if !strings.Contains(msg, want) {
-		t.Fatalf("error %q does not contain %q", msg, want)
-	}
-}
+	"github.com/ninfer/ninfer/internal/inerttest"
+)
 
 // TestLoadErrorsQuoteUntrustedTokens feeds added-token contents holding
 // terminal escapes, or 100,000 bytes long, through Load.
@@ -60,7 +40,7 @@ func TestLoadErrorsQuoteUntrustedTokens(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Load(c.json, nil)
-			checkInertError(t, err, c.want)
+			inerttest.CheckError(t, err, c.want)
 		})
 	}
 }
