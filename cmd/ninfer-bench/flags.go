@@ -60,7 +60,7 @@ func countError(c *cli.Context, long, value string, lo int64, _ error) error {
 // checkBenchInputs runs the shared checks: --threads in range, the model
 // and --corpus regular files, and --output-file neither of them.
 func checkBenchInputs(c *cli.Context, p bench.Params) error {
-	if err := cliutil.CheckThreads(typed(c, "threads"), p.Threads); err != nil {
+	if err := cliutil.CheckThreads(c, p.Threads); err != nil {
 		return err
 	}
 	return cliutil.CheckIO("--output-file", p.OutputFile, p.Weights, p.Corpus)

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -407,5 +408,20 @@ func TestInterruptedDuringLastRep(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(filepath.Dir(path)); len(ents) != 1 {
 		t.Errorf("temporary files left: %v", ents)
+	}
+}
+
+// TestWeightsPathInErrorsIsQuoted: a --weights path with control bytes is
+// shown through termsafe.Path in the load error (quoted, escaped), as in
+// every tool; before, the "--weights PATH:" prefix showed it raw.
+func TestWeightsPathInErrorsIsQuoted(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad\x1b[2J.ninfer")
+	if err := os.WriteFile(bad, []byte("junk"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCmd(t, context.Background(), "--weights", bad, "-p", "1", "-n", "1", "-r", "1", "--warmup", "0")
+	q := strconv.Quote(bad)
+	if code != 1 || !strings.HasPrefix(stderr, "ninfer-bench: --weights "+q+": "+q+": ") || strings.Contains(stderr, "\x1b") {
+		t.Fatalf("exit %d stderr %q", code, stderr)
 	}
 }

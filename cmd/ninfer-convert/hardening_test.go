@@ -131,7 +131,9 @@ func TestConvertHFDirEntries(t *testing.T) {
 		{[]string{"--recipe", "q8", fifoDir}, cfg + ": not a regular file (a named pipe)"},
 		{[]string{"--recipe", "q8", devDir}, tok + ": not a regular file (a character device)"},
 		{[]string{"--recipe", "q8", file}, file + ": not a directory (want the Hugging Face model directory HF_DIR)"},
-		{[]string{"--recipe", "q8", "--draft-head", "-4", "--draft-corpus", corpus, plain}, "--draft-head must be positive, got -4"},
+		{[]string{"--recipe", "q8", "--draft-head", "-4", "--draft-corpus", corpus, plain}, "--draft-head -4: out of range (want 0..9223372036854775807; 0 = none)"},
+		{[]string{"--recipe", "q8", "-draft-head=-4", "--draft-corpus", corpus, plain}, "-draft-head -4: out of range (want 0..9223372036854775807; 0 = none)"},
+		{[]string{"--recipe", "q8", "-threads", "999", plain}, "-threads 999: out of range (want 0..256; 0 = all cores)"},
 	} {
 		out := filepath.Join(t.TempDir(), "m.ninfer")
 		done := make(chan struct{})

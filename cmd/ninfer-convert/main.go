@@ -99,14 +99,14 @@ func convertAction(c *cli.Context) error {
 	if err != nil {
 		return cliutil.Usagef("--recipe %q: unknown recipe (want %s)", c.String("recipe"), strings.Join(recipe.Names(), ", "))
 	}
-	if err := cliutil.CheckThreads("--threads", c.Int("threads")); err != nil {
+	if err := cliutil.CheckThreads(c, c.Int("threads")); err != nil {
 		return err
 	}
 	if err := checkModelName(c.String("name"), src); err != nil {
 		return err
 	}
-	if c.Int("draft-head") < 0 {
-		return cliutil.Usagef("--draft-head must be positive, got %d", c.Int("draft-head"))
+	if err := cliutil.CheckFlag(c, "draft-head", int64(c.Int("draft-head")), 0, math.MaxInt, "0 = none"); err != nil {
+		return err
 	}
 	if (c.Int("draft-head") > 0) != (c.String("draft-corpus") != "") {
 		return cliutil.Usagef("--draft-head and --draft-corpus go together")

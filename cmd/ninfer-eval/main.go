@@ -161,23 +161,23 @@ func parse(c *cli.Context) (options, error) {
 	case o.corpus == "" && o.text == "":
 		return o, cliutil.Usagef("--corpus/--text is empty")
 	case o.ctx < 3:
-		return o, cliutil.Usagef("--ctx %d must be ≥ 3", o.ctx)
+		return o, cliutil.CheckFlag(c, "ctx", int64(o.ctx), 3, math.MaxInt, "")
 	case o.stride < 0:
-		return o, cliutil.Usagef("--stride %d must be ≥ 1", o.stride)
+		return o, cliutil.CheckFlag(c, "stride", int64(o.stride), 0, math.MaxInt, "0 = --ctx")
 	case o.max < 0:
-		return o, cliutil.Usagef("--max-windows %d must be ≥ 0", o.max)
+		return o, cliutil.CheckFlag(c, "max-windows", int64(o.max), 0, math.MaxInt, "0 = all")
 	case !slices.Contains(runner.KVDtypes, o.kv):
 		return o, cliutil.Usagef("--kv-dtype %q: want bf16, int8, fp8 or fp32", o.kv)
 	case !slices.Contains([]string{"auto", "cpu", "cuda"}, o.backend):
 		return o, cliutil.Usagef("--backend %q: want auto, cpu or cuda", o.backend)
 	case o.threads < 0:
-		return o, cliutil.CheckThreads("--threads", o.threads)
+		return o, cliutil.CheckThreads(c, o.threads)
 	case o.activations != "fp32" && o.activations != "int8":
 		return o, cliutil.Usagef("--activations %q: want fp32 or int8", o.activations)
 	case o.format != "table" && o.format != "json":
 		return o, cliutil.Usagef("--format %q: want table or json", o.format)
 	}
-	if err := cliutil.CheckThreads("--threads", o.threads); err != nil {
+	if err := cliutil.CheckThreads(c, o.threads); err != nil {
 		return o, err
 	}
 	if err := cliutil.CheckOutputFile("--output-file", o.out, "--format %s"); err != nil {

@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -41,15 +42,79 @@ func mainStatus() int {
 	return run(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr)
 }
 
-// flagRanges words the valid range of the integer flags whose values the
-// flag package can refuse (too large, not a number), as action checks them.
-var flagRanges = map[string]string{
-	"threads":       cliutil.ThreadsRange,
-	"max-new":       fmt.Sprintf("0..%d", math.MaxInt),
-	"max-ctx":       fmt.Sprintf("0..%d; 0 = the model default", math.MaxInt),
-	"prefill-chunk": "a positive multiple of 128",
-	"draft-tokens":  fmt.Sprintf("1..%d", spec.MaxDraftTokens),
-	"top-k":         fmt.Sprintf("0..%d; 0 = off", math.MaxInt),
+// intFlags are the integer flags checked against a range (cliutil.CheckFlag:
+// "FLAG VALUE: out of range (want LO..HI[; note])", the flag as typed,
+// exit 2, as in every tool); --prefill-chunk and the float flags are in
+// floatFlags' words.
+var intFlags = []struct {
+	name   string
+	lo, hi int64
+	note   string
+}{
+	{"max-new", 0, math.MaxInt, ""},
+	{"max-ctx", 0, math.MaxInt, "0 = the model default"},
+	{"threads", 0, cliutil.MaxThreads, "0 = all cores"},
+	{"top-k", 0, math.MaxInt, "0 = off"},
+	{"draft-tokens", 1, spec.MaxDraftTokens, ""},
+}
+
+// prefillChunkWant is the --prefill-chunk range in words.
+const prefillChunkWant = "a positive multiple of 128"
+
+// floatFlags are the sampling flags, each with its valid values (ok) and
+// their words.
+var floatFlags = []struct {
+	name string
+	ok   func(float64) bool
+	want string
+}{
+	{"temperature", func(v float64) bool { return finite(v) && v >= 0 }, "a finite number ≥ 0; 0 = greedy"},
+	{"top-p", func(v float64) bool { return v >= 0 && v <= 1 }, "0..1; 0 or 1 = off"},
+	{"min-p", func(v float64) bool { return v >= 0 && v < 1 }, "0 ≤ P < 1; 0 = off"},
+	{"presence-penalty", finite, "a finite number"},
+	{"frequency-penalty", finite, "a finite number"},
+	{"repetition-penalty", func(v float64) bool { return finite(v) && v >= 0 }, "a finite number ≥ 0; 0 or 1 = off"},
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// flagRanges words the valid range of the numeric flags for a value the
+// flag package refuses (too large, not a number), as options checks them.
+var flagRanges = func() map[string]string {
+	m := map[string]string{"prefill-chunk": prefillChunkWant}
+	for _, f := range intFlags {
+		m[f.name] = fmt.Sprintf("%d..%d", f.lo, f.hi)
+		if f.note != "" {
+			m[f.name] += "; " + f.note
+		}
+	}
+	for _, f := range floatFlags {
+		m[f.name] = f.want
+	}
+	return m
+}()
+
+// checkNumbers checks the numeric flags' values (intFlags, --prefill-chunk,
+// floatFlags); --draft-tokens only with --spec mtp (options refuses it
+// without).
+func checkNumbers(c *cli.Context) error {
+	for _, f := range intFlags {
+		if f.name == "draft-tokens" && (!c.IsSet(f.name) || c.String("spec") != "mtp") {
+			continue
+		}
+		if err := cliutil.CheckFlag(c, f.name, int64(c.Int(f.name)), f.lo, f.hi, f.note); err != nil {
+			return err
+		}
+	}
+	if v := c.Int("prefill-chunk"); v < 128 || v%128 != 0 {
+		return cliutil.OutOfRange(cliutil.Typed(c, "prefill-chunk"), strconv.Itoa(v), prefillChunkWant)
+	}
+	for _, f := range floatFlags {
+		if v := c.Float64(f.name); !f.ok(v) {
+			return cliutil.OutOfRange(cliutil.Typed(c, f.name), strconv.FormatFloat(v, 'g', -1, 64), f.want)
+		}
+	}
+	return nil
 }
 
 // run runs the command and returns its exit status: 0, 1 for runtime
@@ -246,16 +311,8 @@ func options(c *cli.Context, stderr io.Writer) (runner.Options, error) {
 		return o, cliutil.Usagef("--system, --think and --no-think need --chat")
 	case o.Chat && c.Bool("ids"):
 		return o, cliutil.Usagef("--chat renders text prompts; it cannot be combined with --ids")
-	case o.MaxNew < 0:
-		return o, cliutil.Usagef("--max-new %d must be ≥ 0", o.MaxNew)
-	case o.MaxContext < 0:
-		return o, cliutil.Usagef("--max-ctx %d must be ≥ 0 (0 = the model default)", o.MaxContext)
-	case o.PrefillChunk < 128 || o.PrefillChunk%128 != 0:
-		return o, cliutil.Usagef("--prefill-chunk %d must be a positive multiple of 128", o.PrefillChunk)
 	case !slices.Contains(runner.KVDtypes, o.KVDtype):
 		return o, cliutil.Usagef("--kv-dtype %q: want bf16, int8 or fp8", o.KVDtype)
-	case cliutil.CheckThreads("--threads", o.Threads) != nil:
-		return o, cliutil.CheckThreads("--threads", o.Threads)
 	case !slices.Contains([]string{"auto", "int8", "fp32"}, o.Activations):
 		return o, cliutil.Usagef("--activations %q: want auto, int8 or fp32", o.Activations)
 	case !slices.Contains([]string{"auto", "cpu", "cuda"}, o.Backend):
@@ -264,18 +321,14 @@ func options(c *cli.Context, stderr io.Writer) (runner.Options, error) {
 		return o, cliutil.Usagef("--spec %q: want none or mtp", o.Spec)
 	case c.IsSet("draft-tokens") && o.Spec != "mtp":
 		return o, cliutil.Usagef("--draft-tokens needs --spec mtp")
-	case o.Spec == "mtp" && c.IsSet("draft-tokens") && (o.DraftTokens < 1 || o.DraftTokens > spec.MaxDraftTokens):
-		return o, cliutil.Usagef("--draft-tokens %d must be in [1,%d]", o.DraftTokens, spec.MaxDraftTokens)
 	case o.LMHeadDraft && o.Spec != "mtp":
 		return o, cliutil.Usagef("--lm-head-draft needs --spec mtp")
 	}
+	if err := checkNumbers(c); err != nil {
+		return o, err
+	}
 	if err := o.Sampling.Validate(); err != nil {
-		// pkg/sample names its fields (top_p); the user typed flags (--top-p).
-		msg := strings.TrimPrefix(err.Error(), "sample: ")
-		if field, rest, ok := strings.Cut(msg, " "); ok && c.IsSet(strings.ReplaceAll(field, "_", "-")) {
-			msg = "--" + strings.ReplaceAll(field, "_", "-") + " " + rest
-		}
-		return o, cliutil.Usagef("%s", msg)
+		return o, cliutil.UsageError{Err: err} // a backstop: checkNumbers checks every sampling flag first
 	}
 	promptIn := c.String("prompt-file")
 	if !c.IsSet("prompt") && !c.IsSet("prompt-file") {

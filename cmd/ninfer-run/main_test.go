@@ -77,7 +77,7 @@ func TestExitCodes(t *testing.T) {
 		code  int
 		want  string // in the one stderr line
 	}{
-		{"chunk", []string{"--weights", m, "--prompt", "x", "--prefill-chunk", "100"}, "", 2, "--prefill-chunk 100"},
+		{"chunk", []string{"--weights", m, "--prompt", "x", "--prefill-chunk", "100"}, "", 2, "ninfer-run: --prefill-chunk 100: out of range (want a positive multiple of 128)"},
 		{"unknown flag", []string{"--weights", m, "--prompt", "x", "--bogus"}, "", 2, "bogus"},
 		{"no weights flag", []string{"--prompt", "x"}, "", 2, "--weights is required"},
 		{"positional", []string{"--weights", m, "hello"}, "", 2, `unexpected argument "hello"`},
@@ -87,11 +87,11 @@ func TestExitCodes(t *testing.T) {
 		{"think both", []string{"--weights", m, "--prompt", "x", "--chat", "--think", "--no-think"}, "", 2, "--no-think"},
 		{"chat ids", []string{"--weights", m, "--prompt", "1 2", "--chat", "--ids"}, "", 2, "--ids"},
 		{"draft without spec", []string{"--weights", m, "--prompt", "x", "--draft-tokens", "2"}, "", 2, "--spec mtp"},
-		{"draft range", []string{"--weights", m, "--prompt", "x", "--spec", "mtp", "--draft-tokens", "9"}, "", 2, "[1,5]"},
-		{"temperature", []string{"--weights", m, "--prompt", "x", "--temperature", "-1"}, "", 2, "ninfer-run: --temperature -1 must be finite and >= 0"},
-		{"top-p NaN", []string{"--weights", m, "--prompt", "x", "--top-p", "nan"}, "", 2, "ninfer-run: --top-p NaN must be in [0, 1]"},
-		{"frequency-penalty inf", []string{"--weights", m, "--prompt", "x", "--frequency-penalty", "inf"}, "", 2, "ninfer-run: --frequency-penalty +Inf must be finite"},
-		{"max-new", []string{"--weights", m, "--prompt", "x", "--max-new", "-3"}, "", 2, "--max-new -3"},
+		{"draft range", []string{"--weights", m, "--prompt", "x", "--spec", "mtp", "--draft-tokens", "9"}, "", 2, "ninfer-run: --draft-tokens 9: out of range (want 1..5)"},
+		{"temperature", []string{"--weights", m, "--prompt", "x", "--temperature", "-1"}, "", 2, "ninfer-run: --temperature -1: out of range (want a finite number ≥ 0; 0 = greedy)"},
+		{"top-p NaN", []string{"--weights", m, "--prompt", "x", "--top-p", "nan"}, "", 2, "ninfer-run: --top-p NaN: out of range (want 0..1; 0 or 1 = off)"},
+		{"frequency-penalty inf", []string{"--weights", m, "--prompt", "x", "--frequency-penalty", "inf"}, "", 2, "ninfer-run: --frequency-penalty +Inf: out of range (want a finite number)"},
+		{"max-new", []string{"--weights", m, "--prompt", "x", "--max-new", "-3"}, "", 2, "ninfer-run: --max-new -3: out of range (want 0..9223372036854775807)"},
 		{"bad prompt ids", []string{"--weights", m, "--ids", "--prompt", "1 b"}, "", 2, "token 2"},
 		{"missing weights", []string{"--weights", filepath.Join(dir, "nope.ninfer"), "--prompt", "x"}, "", 1, "nope.ninfer"},
 		{"missing prompt file", []string{"--weights", m, "--prompt-file", filepath.Join(dir, "nope.txt")}, "", 1, "nope.txt"},

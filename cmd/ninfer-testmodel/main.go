@@ -76,8 +76,10 @@ chat_template.jinja. The output depends only on the options.
 Sizes are checked against what the model format allows (a usage error names
 the flag and its range), and the memory the generation needs is estimated
 first: a model larger than the available memory is refused before anything
-is written. The output appears only when complete; on an error or a stop
-nothing is left behind.
+is written. OUT_DIR is checked first: not the current directory (or one
+that contains it) nor a file; a non-empty OUT_DIR needs --force, which
+replaces only a model directory (config.json and the weights). The output
+appears only when complete; on an error or a stop nothing is left behind.
 
 Exit status: 0 ok, 2 usage error, 1 runtime error, 128+N stopped by signal N
 (130 SIGINT, 143 SIGTERM, 129 SIGHUP; nothing written, the temporary
@@ -101,7 +103,7 @@ Examples:
 			&cli.BoolFlag{Name: "multimodal", Usage: "Qwen3_5ForConditionalGeneration layout with model.visual.* dummies"},
 			&cli.StringFlag{Name: "dtype", Value: d.DType, Usage: "weight `DTYPE`: bf16, f16 or f32"},
 			&cli.IntFlag{Name: "shards", Value: d.Shards, Usage: "`N` safetensors shards (>1 writes an index)"},
-			&cli.BoolFlag{Name: "force", Usage: "replace a non-empty OUT_DIR"},
+			&cli.BoolFlag{Name: "force", Usage: "replace a non-empty OUT_DIR that is a model directory"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no 'wrote' line on stderr (errors only)"},
 		},
 		Action: func(c *cli.Context) error {
@@ -126,15 +128,18 @@ Examples:
 			if err := o.Validate(); err != nil {
 				return cliutil.UsageError{Err: noPrefix(err)}
 			}
+			out := c.Args().First()
+			if err := checkOut(out, c.Bool("force")); err != nil {
+				return err
+			}
 			if err := cliutil.CheckMemory("the model ("+sizeDesc(o)+")", o.MemoryEstimate()); err != nil {
 				return err
 			}
-			out := c.Args().First()
 			ctx, stop := interruptContext()
 			defer stop()
 			m, err := testmodel.WriteDirContext(ctx, out, o, c.Bool("force"))
 			if err != nil && ctx.Err() != nil {
-				return fmt.Errorf("%w: %s was not written", cliutil.StopCause(ctx), out)
+				return fmt.Errorf("%w: %s was not written", cliutil.StopCause(ctx), termsafe.Path(out))
 			}
 			if err != nil {
 				// An existing output is a runtime error, like ninfer-convert's
@@ -153,6 +158,22 @@ Examples:
 		ranges[f.name] = fmt.Sprintf("%d..%d", f.lo, f.hi)
 	}
 	return cliutil.SetFlagRanges(cliutil.Prepare(app, stdout, stderr), ranges)
+}
+
+// checkOut checks OUT_DIR before any work (testmodel.CheckOutDir): the
+// current directory or an ancestor, a non-directory, and with --force a
+// non-empty directory that is not a model directory are usage errors
+// (exit 2); a non-empty directory without --force is a runtime error (exit
+// 1), like ninfer-convert's "exists (use --force to overwrite)".
+func checkOut(out string, force bool) error {
+	err := testmodel.CheckOutDir(out, force)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, testmodel.ErrHoldsCwd), errors.Is(err, testmodel.ErrNotDir), errors.Is(err, testmodel.ErrNotModelDir):
+		return cliutil.UsageError{Err: noPrefix(err)}
+	}
+	return noPrefix(err)
 }
 
 func sizeDesc(o testmodel.Options) string {

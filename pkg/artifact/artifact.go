@@ -14,6 +14,7 @@ import (
 
 	"github.com/ninfer/ninfer/pkg/format"
 	"github.com/ninfer/ninfer/pkg/qwen35"
+	"github.com/ninfer/ninfer/pkg/termsafe"
 )
 
 // Container constants.
@@ -73,9 +74,9 @@ type FormatError struct {
 
 func (e *FormatError) Error() string {
 	if e.Object != "" {
-		return fmt.Sprintf("%s: object %q: %s", e.Path, e.Object, e.Msg)
+		return fmt.Sprintf("%s: object %s: %s", termsafe.Path(e.Path), termsafe.Quote(e.Object), e.Msg)
 	}
-	return fmt.Sprintf("%s: %s", e.Path, e.Msg)
+	return fmt.Sprintf("%s: %s", termsafe.Path(e.Path), e.Msg)
 }
 
 // Unwrap makes errors.Is(err, ErrInvalid) true.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ninfer/ninfer/pkg/format"
 	"github.com/ninfer/ninfer/pkg/qwen35"
+	"github.com/ninfer/ninfer/pkg/termsafe"
 )
 
 // inputScaleSuffix names the optional NVFP4 activation divisor of a matrix:
@@ -33,7 +34,7 @@ func (f *File) checkModel() error {
 		}
 		if t, ok := expected[o.ID]; ok {
 			if o.Component != t.Component {
-				return f.errf(o.ID, "component %q, but the config's tensor inventory puts it in %q", o.Component, t.Component)
+				return f.errf(o.ID, "component %s, but the config's tensor inventory puts it in %q", termsafe.Quote(o.Component), t.Component)
 			}
 			if !equalShape(o.Shape, t.Shape) {
 				return f.errf(o.ID, "shape %s does not match the config: [%s] = %s", ShapeString(o.Shape), strings.Join(t.Dims, ", "), ShapeString(t.Shape))

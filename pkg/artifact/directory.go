@@ -255,7 +255,7 @@ func (f *File) parseObjectV3(i int, raw json.RawMessage) (Object, error) {
 		return *o, e.bad("%v", err)
 	}
 	if p := idPrefix[o.Component]; !strings.HasPrefix(o.ID, p+"/") {
-		return *o, e.bad("component %q objects must be named %s/...", o.Component, p)
+		return *o, e.bad("component %s objects must be named %s/...", termsafe.Quote(o.Component), p)
 	}
 	return *o, nil
 }
@@ -297,10 +297,10 @@ func (f *File) checkComponents() error {
 			return f.errf("", "directory: components.text.resources names %s, which is not an object", termsafe.Quote(id))
 		}
 		if o.Kind != KindResource {
-			return f.errf("", "directory: components.text.resources names %q, which is a %s", id, o.Kind)
+			return f.errf("", "directory: components.text.resources names %s, which is a %s", termsafe.Quote(id), o.Kind)
 		}
 		if seen[id] {
-			return f.errf("", "directory: components.text.resources names %q twice", id)
+			return f.errf("", "directory: components.text.resources names %s twice", termsafe.Quote(id))
 		}
 		seen[id] = true
 	}
@@ -332,7 +332,7 @@ func (f *File) checkComponents() error {
 		for _, id := range []string{qwen35.NameDraftHead, qwen35.NameDraftIDs} {
 			o, ok := f.Object(id)
 			if !ok || o.Component != ComponentProposal || !o.IsTensor() {
-				return f.errf("", "directory: components.proposal needs a proposal tensor %q", id)
+				return f.errf("", "directory: components.proposal needs a proposal tensor %s", termsafe.Quote(id))
 			}
 			if len(o.Shape) == 0 || o.Shape[0] != f.Proposal.Rows || (id == qwen35.NameDraftIDs && (len(o.Shape) != 1 || o.Format != format.Int32)) {
 				return f.errf(id, "shape %s %s does not match components.proposal.rows %d", ShapeString(o.Shape), o.Format, f.Proposal.Rows)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ninfer/ninfer/pkg/format"
 	"github.com/ninfer/ninfer/pkg/qwen35"
+	"github.com/ninfer/ninfer/pkg/termsafe"
 )
 
 // Meta is the directory content that is not an object.
@@ -39,14 +40,14 @@ func (p *Plan) checkNew(id, component string) error {
 		return err
 	}
 	if p.ids[id] {
-		return fmt.Errorf("object %q: duplicate object id", id)
+		return fmt.Errorf("object %s: duplicate object id", termsafe.Quote(id))
 	}
 	prefix, ok := idPrefix[component]
 	if !ok {
-		return fmt.Errorf("object %q: unknown component %q", id, component)
+		return fmt.Errorf("object %s: unknown component %s", termsafe.Quote(id), termsafe.Quote(component))
 	}
 	if len(id) <= len(prefix) || id[:len(prefix)+1] != prefix+"/" {
-		return fmt.Errorf("object %q: component %q objects must be named %s/...", id, component, prefix)
+		return fmt.Errorf("object %s: component %s objects must be named %s/...", termsafe.Quote(id), termsafe.Quote(component), prefix)
 	}
 	return nil
 }
@@ -58,14 +59,14 @@ func (p *Plan) AddTensor(id, component string, f format.Format, shape []int64) e
 		return err
 	}
 	if component == ComponentFrontend {
-		return fmt.Errorf("object %q: tensors cannot belong to component %q", id, component)
+		return fmt.Errorf("object %s: tensors cannot belong to component %s", termsafe.Quote(id), termsafe.Quote(component))
 	}
 	if _, err := format.Parse(string(f)); err != nil {
-		return fmt.Errorf("object %q: %w", id, err)
+		return fmt.Errorf("object %s: %w", termsafe.Quote(id), err)
 	}
 	size, err := format.EncodedSize(f, shape)
 	if err != nil {
-		return fmt.Errorf("object %q: shape %s for %s: %w", id, ShapeString(shape), f, err)
+		return fmt.Errorf("object %s: shape %s for %s: %w", termsafe.Quote(id), ShapeString(shape), f, err)
 	}
 	off := format.AlignUp(p.cursor, format.TensorAlignment)
 	p.objects = append(p.objects, Object{
@@ -84,10 +85,10 @@ func (p *Plan) AddResource(id, component string, size int64) error {
 		return err
 	}
 	if component != ComponentFrontend {
-		return fmt.Errorf("object %q: resources must belong to component %q, got %q", id, ComponentFrontend, component)
+		return fmt.Errorf("object %s: resources must belong to component %q, got %s", termsafe.Quote(id), ComponentFrontend, termsafe.Quote(component))
 	}
 	if size <= 0 {
-		return fmt.Errorf("object %q: resource size must be positive, got %d", id, size)
+		return fmt.Errorf("object %s: resource size must be positive, got %d", termsafe.Quote(id), size)
 	}
 	p.objects = append(p.objects, Object{
 		ID: id, Kind: KindResource, Component: component, Encoding: ResourceEncoding,

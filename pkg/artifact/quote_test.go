@@ -90,3 +90,47 @@ func TestParseErrorsQuoteUntrustedValues(t *testing.T) {
 		})
 	}
 }
+
+// TestObjectIDsInErrorsAreBounded: an object id in an error line is quoted
+// and cut to an excerpt (termsafe.Quote), whatever its length: a v2 name
+// may be any string (no 1024-byte cap), and FormatError, the reader, the
+// plan and the writer all show ids the same way.
+func TestObjectIDsInErrorsAreBounded(t *testing.T) {
+	long := "text/" + strings.Repeat("n", 100_000)
+	const longQ = `…` + " (100005 bytes)"
+	const ctrl = "text/\x1b[31mred\x07"
+	const ctrlQ = `"text/\x1b[31mred\a"`
+	v2 := func(name string) error {
+		js := strings.Replace(v2Directory, `"name":"text/final_norm","kind":"tensor","shape":[64],"format":"BF16","layout":"contiguous-le-v1","offset":1536`,
+			`"name":`+strconvQuote(name)+`,"kind":"tensor","shape":[64],"format":"BF16","layout":"contiguous-le-v1","offset":1537`, 1)
+		if js == v2Directory {
+			t.Fatal("no v2 object to edit")
+		}
+		_, err := parseBytes(v2File(t, js))
+		return err
+	}
+	plan := func(id string) error {
+		return NewPlan(Meta{}).AddResource(id, ComponentFrontend, 0)
+	}
+	cases := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"format_error_long", &FormatError{Path: "m.ninfer", Object: long, Msg: "bad"}, `m.ninfer: object "text/` + strings.Repeat("n", 59) + `"` + longQ + ": bad"},
+		{"format_error_ctrl", &FormatError{Path: "m\x1b[2J.ninfer", Object: ctrl, Msg: "bad"}, `"m\x1b[2J.ninfer": object ` + ctrlQ + ": bad"},
+		{"v2_long_name", v2(long), longQ},
+		{"v2_ctrl_name", v2(ctrl), ctrlQ},
+		{"plan_1000_byte_id", plan("frontend/" + strings.Repeat("n", 991)), "(1000 bytes): resource size must be positive"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			inerttest.CheckError(t, c.err, c.want)
+			if n := len(c.err.Error()); n > 512 {
+				t.Errorf("error is %d bytes", n)
+			}
+		})
+	}
+}
+
+func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ninfer/ninfer/pkg/format"
 	"github.com/ninfer/ninfer/pkg/qwen35"
+	"github.com/ninfer/ninfer/pkg/termsafe"
 )
 
 // File is an opened artifact: the parsed header and directory, and (after
@@ -271,7 +272,7 @@ func (f *File) ReadObject(o *Object) ([]byte, error) {
 	}
 	b, err := f.readAt(f.PayloadStart+o.Offset, o.Bytes)
 	if err != nil {
-		return nil, fmt.Errorf("object %q: %w", o.ID, err)
+		return nil, fmt.Errorf("object %s: %w", termsafe.Quote(o.ID), err)
 	}
 	return b, nil
 }
@@ -281,7 +282,7 @@ func (f *File) ReadObject(o *Object) ([]byte, error) {
 func (f *File) Resource(id string) ([]byte, error) {
 	o, ok := f.Object(id)
 	if !ok || o.Kind != KindResource {
-		return nil, fmt.Errorf("%s: no resource %q", f.Path, id)
+		return nil, fmt.Errorf("%s: no resource %s", termsafe.Path(f.Path), termsafe.Quote(id))
 	}
 	return f.ReadObject(o)
 }
@@ -296,7 +297,7 @@ func (f *File) Verify(o *Object) (bool, error) {
 	if b := f.Bytes(o); b != nil {
 		h.Write(b)
 	} else if _, err := io.Copy(h, io.NewSectionReader(f.r, f.PayloadStart+o.Offset, o.Bytes)); err != nil {
-		return false, fmt.Errorf("%s: object %q: %w", f.Path, o.ID, err)
+		return false, fmt.Errorf("%s: object %s: %w", termsafe.Path(f.Path), termsafe.Quote(o.ID), err)
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != o.SHA256 {
 		return false, f.errf(o.ID, "sha256 mismatch: payload hashes to %s, directory records %s", got, o.SHA256)

@@ -13,6 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/ninfer/ninfer/pkg/termsafe"
 )
 
 // Writer streams an artifact to a temporary file next to the final path and
@@ -163,17 +165,17 @@ func (w *Writer) begin(id string) (*ObjectWriter, error) {
 		return nil, w.err
 	}
 	if w.done {
-		return nil, fmt.Errorf("%s: object %q: writer is closed", w.path, id)
+		return nil, fmt.Errorf("%s: object %s: writer is closed", termsafe.Path(w.path), termsafe.Quote(id))
 	}
 	if w.active != nil {
-		return nil, w.fail(fmt.Errorf("%s: object %q: object %q is still being written", w.path, id, w.active.obj.ID))
+		return nil, w.fail(fmt.Errorf("%s: object %s: object %s is still being written", termsafe.Path(w.path), termsafe.Quote(id), termsafe.Quote(w.active.obj.ID)))
 	}
 	if w.next >= len(w.objects) {
-		return nil, w.fail(fmt.Errorf("%s: object %q: all planned objects are already written", w.path, id))
+		return nil, w.fail(fmt.Errorf("%s: object %s: all planned objects are already written", termsafe.Path(w.path), termsafe.Quote(id)))
 	}
 	o := &w.objects[w.next]
 	if o.ID != id {
-		return nil, w.fail(fmt.Errorf("%s: object %q written out of order: next is %q", w.path, id, o.ID))
+		return nil, w.fail(fmt.Errorf("%s: object %s written out of order: next is %s", termsafe.Path(w.path), termsafe.Quote(id), termsafe.Quote(o.ID)))
 	}
 	if gap := o.Offset - w.pos; gap > 0 {
 		if err := w.writeRaw(make([]byte, gap)); err != nil {
@@ -199,10 +201,10 @@ func (ow *ObjectWriter) write(p []byte) (int, error) {
 		return 0, w.err
 	}
 	if w.active != ow {
-		return 0, fmt.Errorf("%s: object %q: write after close", w.path, ow.obj.ID)
+		return 0, fmt.Errorf("%s: object %s: write after close", termsafe.Path(w.path), termsafe.Quote(ow.obj.ID))
 	}
 	if int64(len(p)) > ow.obj.Bytes-ow.n {
-		return 0, w.fail(fmt.Errorf("%s: object %q: %d bytes written, planned size is %d", w.path, ow.obj.ID, ow.n+int64(len(p)), ow.obj.Bytes))
+		return 0, w.fail(fmt.Errorf("%s: object %s: %d bytes written, planned size is %d", termsafe.Path(w.path), termsafe.Quote(ow.obj.ID), ow.n+int64(len(p)), ow.obj.Bytes))
 	}
 	if err := w.writeRaw(p); err != nil {
 		return 0, err
@@ -233,7 +235,7 @@ func (ow *ObjectWriter) finish() error {
 		return nil
 	}
 	if ow.n != ow.obj.Bytes {
-		return w.fail(fmt.Errorf("%s: object %q: %d bytes written, planned size is %d", w.path, ow.obj.ID, ow.n, ow.obj.Bytes))
+		return w.fail(fmt.Errorf("%s: object %s: %d bytes written, planned size is %d", termsafe.Path(w.path), termsafe.Quote(ow.obj.ID), ow.n, ow.obj.Bytes))
 	}
 	ow.obj.SHA256 = hex.EncodeToString(ow.h.Sum(nil))
 	w.active = nil
@@ -291,10 +293,10 @@ func (w *Writer) Put(id string, data []byte) error {
 	}
 	i, planned := w.index[id]
 	if _, dup := w.pending[id]; dup || !planned {
-		return w.fail(fmt.Errorf("%s: object %q: not a pending planned object", w.path, id))
+		return w.fail(fmt.Errorf("%s: object %s: not a pending planned object", termsafe.Path(w.path), termsafe.Quote(id)))
 	}
 	if i < w.next {
-		return w.fail(fmt.Errorf("%s: object %q: already written", w.path, id))
+		return w.fail(fmt.Errorf("%s: object %s: already written", termsafe.Path(w.path), termsafe.Quote(id)))
 	}
 	w.pending[id] = data
 	return w.flushPending()
@@ -329,10 +331,10 @@ func (w *Writer) Close() error {
 		return w.err
 	}
 	if w.active != nil {
-		return w.fail(fmt.Errorf("%s: object %q is still being written", w.path, w.active.obj.ID))
+		return w.fail(fmt.Errorf("%s: object %s is still being written", termsafe.Path(w.path), termsafe.Quote(w.active.obj.ID)))
 	}
 	if w.next < len(w.objects) {
-		return w.fail(fmt.Errorf("%s: %d of %d objects written; next is %q", w.path, w.next, len(w.objects), w.objects[w.next].ID))
+		return w.fail(fmt.Errorf("%s: %d of %d objects written; next is %s", termsafe.Path(w.path), w.next, len(w.objects), termsafe.Quote(w.objects[w.next].ID)))
 	}
 	if len(w.pending) > 0 {
 		return w.fail(fmt.Errorf("%s: %d objects were handed to Put after being written", w.path, len(w.pending)))

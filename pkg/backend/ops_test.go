@@ -271,7 +271,10 @@ func TestConv1DSiLUSlots(t *testing.T) {
 		sw := C * (kw - 1)
 		for _, bf := range []bool{false, true} {
 			for _, T := range []int{1, 5} {
-				for _, perToken := range []bool{false, true} {
+				for _, mode := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+					// inPlace: y is x's buffer (the CPU kernel's token rows
+					// may alias: kernels/cpu conv_step3).
+					perToken, inPlace := mode[0], mode[1]
 					x, w := randn(r, T*C, 1), randn(r, C*kw, 0.5)
 					state := make([]float32, slots*sw)
 					for i := range state {
@@ -286,7 +289,11 @@ func TestConv1DSiLUSlots(t *testing.T) {
 					}
 					copy(state[in*sw:], init)
 					sv := putState(t, b, state, bf)
-					yv := put(t, b, make([]float32, T*C))
+					xv := put(t, b, x)
+					yv := xv
+					if !inPlace {
+						yv = put(t, b, make([]float32, T*C))
+					}
 					out := 4
 					if perToken {
 						out = PerToken
@@ -296,9 +303,9 @@ func TestConv1DSiLUSlots(t *testing.T) {
 						elem = 2
 					}
 					st := StateSlots{View: sv, Slots: slots, SlotBytes: elem * int64(sw), BF16: bf}
-					b.Conv1DSiLU(Dense(yv, T, C), Dense(put(t, b, x), T, C), put(t, b, w), kw, st, putI32(t, b, []int32{int32(in)}), out)
+					b.Conv1DSiLU(Dense(yv, T, C), Dense(xv, T, C), put(t, b, w), kw, st, putI32(t, b, []int32{int32(in)}), out)
 					wy, wins := convRef(x, T, C, kw, w, state[in*sw:(in+1)*sw], bf)
-					name := fmt.Sprintf("%s/bf16=%v/T=%d/per_token=%v", b.Name(), bf, T, perToken)
+					name := fmt.Sprintf("%s/bf16=%v/T=%d/per_token=%v/in_place=%v", b.Name(), bf, T, perToken, inPlace)
 					check(t, name+"/y", get(t, b, yv, T*C), wy, tolElem)
 					gs := getState(t, b, sv, slots*sw, bf)
 					for s := 0; s < slots; s++ {

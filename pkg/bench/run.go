@@ -18,6 +18,7 @@ import (
 	"github.com/ninfer/ninfer/pkg/loader"
 	"github.com/ninfer/ninfer/pkg/qwen35"
 	"github.com/ninfer/ninfer/pkg/spec"
+	"github.com/ninfer/ninfer/pkg/termsafe"
 )
 
 // ErrInterrupted is returned by Run when its context was cancelled (Ctrl-C):
@@ -127,12 +128,12 @@ func open(p Params, env Env, tests []Test) (s *session, err error) {
 	loadStart := env.Now()
 	w, err := loader.OpenWeights(p.Weights)
 	if err != nil {
-		return s, fmt.Errorf("--weights %s: %w", p.Weights, err)
+		return s, fmt.Errorf("--weights %s: %w", termsafe.Path(p.Weights), err)
 	}
 	s.closers = append(s.closers, func() { w.Close() })
 	s.cfg = w.Config()
 	if err := CheckDepthModelContext(tests, p.Spec, p.DraftTokens, p.MaxCtx, s.cfg.MaxPositionEmbeddings); err != nil {
-		return s, fmt.Errorf("%s: %w", p.Weights, err)
+		return s, fmt.Errorf("%s: %w", termsafe.Path(p.Weights), err)
 	}
 
 	var ids []int32
@@ -175,7 +176,7 @@ func open(p Params, env Env, tests []Test) (s *session, err error) {
 		return s, err
 	}
 	if err := CheckModelContext(maxCtx, p.MaxCtx, need, s.cfg.MaxPositionEmbeddings); err != nil {
-		return s, fmt.Errorf("%s: %w", p.Weights, err)
+		return s, fmt.Errorf("%s: %w", termsafe.Path(p.Weights), err)
 	}
 
 	opts := engine.Options{MaxContext: maxCtx, PrefillChunk: p.PrefillChunk, KVDtype: p.KVDtype, Threads: be.Threads(), StateSlots: 1,
@@ -186,13 +187,13 @@ func open(p Params, env Env, tests []Test) (s *session, err error) {
 	}
 	uploadStart := env.Now()
 	if s.eng, err = engine.New(w, be, opts); err != nil {
-		return s, fmt.Errorf("%s: %w", p.Weights, err)
+		return s, fmt.Errorf("%s: %w", termsafe.Path(p.Weights), err)
 	}
 	s.closers = append(s.closers, s.eng.Close)
 	var mtp *engine.MTP
 	if specOn {
 		if mtp, err = s.eng.LoadMTP(w, engine.MTPOptions{ProposalHead: p.LMHeadDraft}); err != nil {
-			return s, fmt.Errorf("%s: %w", p.Weights, err)
+			return s, fmt.Errorf("%s: %w", termsafe.Path(p.Weights), err)
 		}
 		s.closers = append(s.closers, mtp.Close)
 	}
@@ -207,18 +208,18 @@ func open(p Params, env Env, tests []Test) (s *session, err error) {
 	if specOn {
 		mseq, err := mtp.NewMTPSequence()
 		if err != nil {
-			return s, fmt.Errorf("%s: %w", p.Weights, err)
+			return s, fmt.Errorf("%s: %w", termsafe.Path(p.Weights), err)
 		}
 		s.closers = append(s.closers, mseq.Close)
 		dec, err := spec.NewDecoder(mseq, mseq, spec.Options{K: p.DraftTokens, IgnoreEOS: true, Proposal: p.LMHeadDraft})
 		if err != nil {
-			return s, fmt.Errorf("%s: %w", p.Weights, err)
+			return s, fmt.Errorf("%s: %w", termsafe.Path(p.Weights), err)
 		}
 		s.reps.mseq, s.reps.dec, seqBytes = mseq, dec, mseq.Bytes()
 	} else {
 		seq, err := s.eng.NewSequence()
 		if err != nil {
-			return s, fmt.Errorf("%s: %w", p.Weights, err)
+			return s, fmt.Errorf("%s: %w", termsafe.Path(p.Weights), err)
 		}
 		s.closers = append(s.closers, seq.Close)
 		s.reps.seq, seqBytes = seq, seq.Bytes()

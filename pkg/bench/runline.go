@@ -8,6 +8,7 @@ import (
 	"github.com/ninfer/ninfer/pkg/loader"
 	"github.com/ninfer/ninfer/pkg/plan"
 	"github.com/ninfer/ninfer/pkg/qwen35"
+	"github.com/ninfer/ninfer/pkg/termsafe"
 )
 
 // runFacts are the measured inputs of the run line.
@@ -64,7 +65,7 @@ func runLine(p Params, env Env, w *loader.Weights, real arenas, f runFacts) (*be
 
 	sig, err := af.PrefillSignature()
 	if err != nil {
-		return nil, fmt.Errorf("%s: prefill signature: %w", p.Weights, err)
+		return nil, fmt.Errorf("%s: prefill signature: %w", termsafe.Path(p.Weights), err)
 	}
 	// The objects the engine binds are the plan's device objects: the text
 	// model, plus the MTP head with --spec mtp and the proposal head with
@@ -76,7 +77,7 @@ func runLine(p Params, env Env, w *loader.Weights, real arenas, f runFacts) (*be
 	}
 	dev, err := plan.SelectDevice(objs, planSpec(p.Spec), p.LMHeadDraft)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", p.Weights, err)
+		return nil, fmt.Errorf("%s: %w", termsafe.Path(p.Weights), err)
 	}
 	var read int64
 	for _, o := range dev {

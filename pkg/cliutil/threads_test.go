@@ -2,31 +2,67 @@ package cliutil
 
 import (
 	"errors"
+	"io"
 	"strings"
 	"testing"
+
+	"github.com/urfave/cli/v2"
 )
 
+// TestCheckThreads: the --threads check names the flag as the user typed
+// it (an alias, one dash or two), through the same Typed that the parse
+// errors use; before, it always said "--threads".
 func TestCheckThreads(t *testing.T) {
 	for _, tc := range []struct {
-		n    int
-		want string
+		args []string
+		want string // "" = accepted
 	}{
-		{0, ""}, {1, ""}, {MaxThreads, ""},
-		{-1, "--threads -1: out of range (want 0..256; 0 = all cores)"},
-		{10000, "--threads 10000: out of range (want 0..256; 0 = all cores)"},
-		{100000, "--threads 100000: out of range (want 0..256; 0 = all cores)"},
+		{[]string{"--threads", "0"}, ""}, {[]string{"-t", "1"}, ""}, {[]string{"--threads", "256"}, ""}, {nil, ""},
+		{[]string{"--threads", "-1"}, "--threads -1: out of range (want 0..256; 0 = all cores)"},
+		{[]string{"-t", "10000"}, "-t 10000: out of range (want 0..256; 0 = all cores)"},
+		{[]string{"-threads=100000"}, "-threads 100000: out of range (want 0..256; 0 = all cores)"},
+		{[]string{"-threads", "1", "--threads", "300"}, "--threads 300: out of range (want 0..256; 0 = all cores)"},
+		{[]string{"--t", "300", "-t", "257"}, "-t 257: out of range (want 0..256; 0 = all cores)"},
 	} {
-		err := CheckThreads("--threads", tc.n)
+		var gotErr error
+		app := Prepare(&cli.App{
+			Name:  "tool",
+			Flags: []cli.Flag{&cli.IntFlag{Name: "threads", Aliases: []string{"t"}}},
+			Action: func(c *cli.Context) error {
+				gotErr = CheckThreads(c, c.Int("threads"))
+				return gotErr
+			},
+		}, io.Discard, io.Discard)
+		var stderr strings.Builder
+		code := Run(app, append([]string{"tool"}, tc.args...), &stderr)
 		if tc.want == "" {
-			if err != nil {
-				t.Errorf("%d: %v", tc.n, err)
+			if code != 0 || gotErr != nil {
+				t.Errorf("%q: exit %d, %v", tc.args, code, gotErr)
 			}
 			continue
 		}
 		var ue UsageError
-		if err == nil || err.Error() != tc.want || !errors.As(err, &ue) {
-			t.Errorf("%d: got %v, want %q", tc.n, err, tc.want)
+		if gotErr == nil || gotErr.Error() != tc.want || !errors.As(gotErr, &ue) || code != 2 || stderr.String() != "tool: "+tc.want+"\n" {
+			t.Errorf("%q: exit %d, %v (stderr %q), want exit 2 and %q", tc.args, code, gotErr, stderr.String(), tc.want)
 		}
+	}
+}
+
+// TestCheckFlagAndOutOfRange: CheckFlag names a flag as typed and
+// OutOfRange words a range that is not an integer interval the same way.
+func TestCheckFlagAndOutOfRange(t *testing.T) {
+	if err := CheckRange("-n", -1, 0, 5, ""); err == nil || err.Error() != "-n -1: out of range (want 0..5)" {
+		t.Errorf("CheckRange: %v", err)
+	}
+	if err := CheckRange("-n", 5, 0, 5, ""); err != nil {
+		t.Errorf("CheckRange in range: %v", err)
+	}
+	var ue UsageError
+	if err := OutOfRange("--top-p", "1.5", "0..1"); err == nil || err.Error() != "--top-p 1.5: out of range (want 0..1)" || !errors.As(err, &ue) {
+		t.Errorf("OutOfRange: %v", err)
+	}
+	if got := Typed(nil, "max-new"); got != "--max-new" {
+		t.Errorf("Typed(nil) = %q", got)
 	}
 }
 

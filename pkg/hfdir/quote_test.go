@@ -59,6 +59,11 @@ func TestOpenErrorsQuoteUntrustedNames(t *testing.T) {
 			}
 		})
 	}
+	notSafetensors := func(t *testing.T, dir string) {
+		if err := os.WriteFile(filepath.Join(dir, ctrlShard), []byte("this is not a safetensors file"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ctrlShardEdit := func(edit func(t *testing.T, dir string)) func(t *testing.T, dir string) {
 		return func(t *testing.T, dir string) { renameShard2(t, dir); edit(t, dir) }
 	}
@@ -115,6 +120,8 @@ func TestOpenErrorsQuoteUntrustedNames(t *testing.T) {
 		{"ctrl_shard_not_holding_tensor", sharded, ctrlShardEdit(indexEntry("no.such.tensor", ctrlShard)), ctrlShardQ},
 		{"ctrl_shard_index_disagrees", sharded, ctrlShardEdit(movedToCtrlShard), ctrlShardQ},
 		{"ctrl_shard_tensor_in_both", sharded, ctrlShardEdit(inBothCtrlShards), ctrlShardQ},
+		// safetensors.Open's error names the shard's path (termsafe.Path).
+		{"ctrl_shard_not_safetensors", sharded, ctrlShardEdit(notSafetensors), `\x1b[31mred\a.safetensors": header length`},
 		{"ctrl_unknown_tensor", nil, unknown(ctrl), ctrlQ},
 		{"long_unknown_tensor", nil, unknown(long), longQ},
 		{"wide_unknown_tensors", nil, unknown(wide...), "more"},

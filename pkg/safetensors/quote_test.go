@@ -2,6 +2,8 @@ package safetensors
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -60,4 +62,41 @@ func TestErrorsQuoteUntrustedNames(t *testing.T) {
 			inerttest.CheckError(t, err, c.want)
 		})
 	}
+}
+
+// TestOpenErrorsShowPathInert: Open's errors show the file's path through
+// termsafe.Path (a shard name from an index may hold terminal escapes),
+// for a file that is not safetensors, a missing one and a directory.
+func TestOpenErrorsShowPathInert(t *testing.T) {
+	dir := t.TempDir()
+	const ctrl = "\x1b[31mred\x07"
+	const ctrlQ = `\x1b[31mred\a`
+	junk := filepath.Join(dir, ctrl+".safetensors")
+	if err := os.WriteFile(junk, []byte("this is not a safetensors file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	short := filepath.Join(dir, ctrl+"-short.safetensors")
+	if err := os.WriteFile(short, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(dir, ctrl+"-dir")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, path, want string }{
+		{"not_safetensors", junk, ctrlQ + `.safetensors": header length`},
+		{"too_short", short, ctrlQ + `-short.safetensors": file is 2 bytes`},
+		{"missing", filepath.Join(dir, ctrl+"-missing"), ctrlQ + `-missing": no such file`},
+		{"directory", sub, ctrlQ + `-dir": not a regular file`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f, err := Open(c.path)
+			if err == nil {
+				f.Close()
+			}
+			inerttest.CheckError(t, err, c.want)
+		})
+	}
+	_, err := FromBytes(ctrl, []byte("junk"))
+	inerttest.CheckError(t, err, `"`+ctrlQ+`": `)
 }

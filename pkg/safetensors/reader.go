@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"sort"
 	"unicode/utf8"
@@ -51,35 +52,42 @@ type header struct {
 	metadata  map[string]string
 }
 
-// Open memory-maps path read-only and validates its header.
+// Open memory-maps path read-only and validates its header. Its errors
+// show path through termsafe.Path: a shard or file name from an index or
+// a command line may hold control bytes.
 func Open(path string) (*File, error) {
+	shown := termsafe.Path(path)
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("safetensors: %w", err)
+		var pe *fs.PathError
+		if errors.As(err, &pe) { // its message would repeat path raw
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("safetensors: %s: %w", shown, err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("safetensors: %s: %w", path, err)
+		return nil, fmt.Errorf("safetensors: %s: %w", shown, err)
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("safetensors: %s: not a regular file", path)
+		return nil, fmt.Errorf("safetensors: %s: not a regular file", shown)
 	}
 	size := st.Size()
 	if size < 8 {
-		return nil, fmt.Errorf("safetensors: %s: file is %d bytes, shorter than the 8-byte header length", path, size)
+		return nil, fmt.Errorf("safetensors: %s: file is %d bytes, shorter than the 8-byte header length", shown, size)
 	}
 	if int64(int(size)) != size {
-		return nil, fmt.Errorf("safetensors: %s: file of %d bytes cannot be mapped", path, size)
+		return nil, fmt.Errorf("safetensors: %s: file of %d bytes cannot be mapped", shown, size)
 	}
 	mm, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
-		return nil, fmt.Errorf("safetensors: %s: mmap: %w", path, err)
+		return nil, fmt.Errorf("safetensors: %s: mmap: %w", shown, err)
 	}
 	h, err := parse(mm)
 	if err != nil {
 		_ = unix.Munmap(mm)
-		return nil, fmt.Errorf("safetensors: %s: %w", path, err)
+		return nil, fmt.Errorf("safetensors: %s: %w", shown, err)
 	}
 	return newFile(path, mm, h), nil
 }
@@ -89,7 +97,7 @@ func Open(path string) (*File, error) {
 func FromBytes(name string, buf []byte) (*File, error) {
 	h, err := parse(buf)
 	if err != nil {
-		return nil, fmt.Errorf("safetensors: %s: %w", name, err)
+		return nil, fmt.Errorf("safetensors: %s: %w", termsafe.Path(name), err)
 	}
 	f := newFile(name, nil, h)
 	f.data = buf[h.dataStart:len(buf):len(buf)]
@@ -151,7 +159,7 @@ func (f *File) Close() error {
 	err := unix.Munmap(f.mm)
 	f.mm, f.data = nil, nil
 	if err != nil {
-		return fmt.Errorf("safetensors: %s: munmap: %w", f.path, err)
+		return fmt.Errorf("safetensors: %s: munmap: %w", termsafe.Path(f.path), err)
 	}
 	return nil
 }

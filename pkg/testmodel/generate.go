@@ -8,9 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/ninfer/ninfer/pkg/qwen35"
 	"github.com/ninfer/ninfer/pkg/safetensors"
+	"github.com/ninfer/ninfer/pkg/termsafe"
 )
 
 // Manifest summarizes a generated directory.
@@ -212,12 +214,103 @@ func writeFileAtomic(path string, data []byte) (err error) {
 	return nil
 }
 
-// ErrNotEmpty is returned by WriteDir for a non-empty output directory
-// without force.
-var ErrNotEmpty = errors.New("output directory is not empty")
+// The errors of CheckOutDir (and so of WriteDir) for an output directory
+// it will not write: ErrNotEmpty is a non-empty one without force (which
+// --force would replace); the others are paths --force cannot fix.
+var (
+	ErrNotEmpty    = errors.New("output directory is not empty")
+	ErrNotModelDir = errors.New("is a non-empty directory that is not a model directory (no config.json and weights); --force replaces only a model directory")
+	ErrHoldsCwd    = errors.New("is the current directory or one that contains it (give a new directory path)")
+	ErrNotDir      = errors.New("exists and is not a directory (want OUT_DIR, a directory path)")
+)
+
+// CheckOutDir checks out as the output of WriteDir before any work is
+// done, so that a bad path fails at once and not after the generation: it
+// must not be the current directory or one of its ancestors (the output
+// replaces the directory by a rename), nor a non-directory; an existing
+// non-empty directory needs force (ErrNotEmpty) and, with force, must be a
+// model directory (config.json and model.safetensors or its index; a
+// previous output), so that --force never deletes other files. The
+// errors wrap the Err values above and name out through termsafe.Path.
+func CheckOutDir(out string, force bool) error {
+	shown := termsafe.Path(out)
+	if holdsCwd(out) {
+		return fmt.Errorf("testmodel: %s %w", shown, ErrHoldsCwd)
+	}
+	fi, err := os.Stat(out)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("testmodel: %s: %w", shown, unwrapPath(err))
+	case !fi.IsDir():
+		return fmt.Errorf("testmodel: %s %w", shown, ErrNotDir)
+	}
+	ents, err := os.ReadDir(out)
+	switch {
+	case err != nil:
+		return fmt.Errorf("testmodel: %s: %w", shown, unwrapPath(err))
+	case len(ents) == 0:
+		return nil
+	case !force:
+		return fmt.Errorf("testmodel: %s: %w (use --force to replace it)", shown, ErrNotEmpty)
+	case !isModelDir(out):
+		return fmt.Errorf("testmodel: %s %w", shown, ErrNotModelDir)
+	}
+	return nil
+}
+
+// holdsCwd reports whether out is the working directory or an ancestor of
+// it (".", "..", "/", its absolute path): replacing it would move the
+// directory the process runs in.
+func holdsCwd(out string) bool {
+	wd, err := os.Getwd()
+	if err != nil {
+		return false
+	}
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		return false
+	}
+	for _, pair := range [][2]string{{wd, abs}, {evalLinks(wd), evalLinks(abs)}} {
+		rel, err := filepath.Rel(pair[1], pair[0])
+		if err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
+}
+
+func evalLinks(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
+}
+
+// isModelDir reports whether dir holds config.json and the weights
+// (model.safetensors or model.safetensors.index.json): what WriteDir
+// writes.
+func isModelDir(dir string) bool {
+	regular := func(name string) bool {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		return err == nil && fi.Mode().IsRegular()
+	}
+	return regular("config.json") && (regular("model.safetensors") || regular("model.safetensors.index.json"))
+}
+
+// unwrapPath drops a *fs.PathError's path, which would repeat it raw.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
 
 // WriteDir generates into a temporary sibling directory and renames it to
-// out. An existing empty out is replaced; a non-empty one only with force.
+// out. An existing empty out is replaced; a non-empty one only with force,
+// and only when it is a model directory (CheckOutDir).
 func WriteDir(out string, opt Options, force bool) (*Manifest, error) {
 	return WriteDirContext(context.Background(), out, opt, force)
 }
@@ -227,24 +320,18 @@ func WriteDir(out string, opt Options, force bool) (*Manifest, error) {
 // an existing OUT_DIR is unchanged.
 func WriteDirContext(ctx context.Context, out string, opt Options, force bool) (m *Manifest, err error) {
 	out = filepath.Clean(out)
-	exists := false
-	switch ents, err := os.ReadDir(out); {
-	case err == nil:
-		exists = true
-		if len(ents) > 0 && !force {
-			return nil, fmt.Errorf("testmodel: %s: %w (use --force to replace it)", out, ErrNotEmpty)
-		}
-	case errors.Is(err, fs.ErrNotExist):
-	default:
-		return nil, fmt.Errorf("testmodel: %s: %w", out, err)
+	if err := CheckOutDir(out, force); err != nil {
+		return nil, err
 	}
+	_, statErr := os.Stat(out)
+	exists := statErr == nil
 	parent := filepath.Dir(out)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return nil, fmt.Errorf("testmodel: %w", err)
+		return nil, fmt.Errorf("testmodel: %s: create parent directory: %w", termsafe.Path(out), unwrapPath(err))
 	}
 	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(out)+".tmp-")
 	if err != nil {
-		return nil, fmt.Errorf("testmodel: %w", err)
+		return nil, fmt.Errorf("testmodel: %s: create temporary directory: %w", termsafe.Path(out), unwrapPath(err))
 	}
 	done := false
 	defer func() {
@@ -267,21 +354,21 @@ func WriteDirContext(ctx context.Context, out string, opt Options, force bool) (
 		old := tmp + ".old"
 		if err := os.Rename(out, old); err != nil {
 			os.RemoveAll(tmp)
-			return nil, fmt.Errorf("testmodel: replace %s: %w", out, err)
+			return nil, fmt.Errorf("testmodel: replace %s: %w", termsafe.Path(out), unwrapPath(err))
 		}
 		if err := os.Rename(tmp, out); err != nil {
 			os.Rename(old, out)
 			os.RemoveAll(tmp)
-			return nil, fmt.Errorf("testmodel: replace %s: %w", out, err)
+			return nil, fmt.Errorf("testmodel: replace %s: %w", termsafe.Path(out), unwrapPath(err))
 		}
 		if err := os.RemoveAll(old); err != nil {
-			return nil, fmt.Errorf("testmodel: remove old %s: %w", old, err)
+			return nil, fmt.Errorf("testmodel: remove old %s: %w", termsafe.Path(old), unwrapPath(err))
 		}
 		return m, nil
 	}
 	if err := os.Rename(tmp, out); err != nil {
 		os.RemoveAll(tmp)
-		return nil, fmt.Errorf("testmodel: %w", err)
+		return nil, fmt.Errorf("testmodel: %s: %w", termsafe.Path(out), unwrapPath(err))
 	}
 	return m, nil
 }

@@ -517,3 +517,32 @@ func TestValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteDirForceReplacesOnlyModelDirs: WriteDir checks OUT_DIR first
+// (CheckOutDir): with force it replaces a model directory but refuses a
+// directory of other files, a file and the working directory.
+func TestWriteDirForceReplacesOnlyModelDirs(t *testing.T) {
+	root := t.TempDir()
+	other := filepath.Join(root, "other")
+	os.Mkdir(other, 0o755)
+	os.WriteFile(filepath.Join(other, "config.json"), []byte("{}"), 0o644) // a config alone is not a model
+	file := filepath.Join(root, "file")
+	os.WriteFile(file, []byte("x"), 0o644)
+	o := DefaultOptions()
+	o.Hidden, o.Intermediate, o.HeadDim = 32, 64, 16
+	t.Chdir(root)
+	for _, c := range []struct {
+		out  string
+		want error
+	}{{other, ErrNotModelDir}, {file, ErrNotDir}, {".", ErrHoldsCwd}, {root, ErrHoldsCwd}, {"/", ErrHoldsCwd}} {
+		if _, err := WriteDir(c.out, o, true); !errors.Is(err, c.want) {
+			t.Errorf("WriteDir(%s, force): %v, want %v", c.out, err, c.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(other, "config.json")); err != nil {
+		t.Error(err)
+	}
+	if ents, _ := os.ReadDir(root); len(ents) != 2 {
+		t.Errorf("%d entries in the root, want 2", len(ents))
+	}
+}
