@@ -127,6 +127,10 @@ enum { NI_ACT_F32 = 0, NI_ACT_Q8 = 1 };
 void ni_matmul_act(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accumulate, int act);
 /* 1 when the NI_ISA_AVX512 level runs AVX512_VNNI (dpbusd) bodies. */
 int ni_cpu_has_vnni(void);
+/* 1 when the NI_ISA_AVX512 level takes the q5/q6 high bits of its permuted
+ * GEMVs by AVX512_VBMI (vpmultishiftqb) instead of BMI2 pext; same codes,
+ * bit-identical results. NINFER_CPU_VBMI=0 turns it off (per matmul). */
+int ni_cpu_has_vbmi(void);
 
 /* RMSNorm per (t,h) over D: y = x · rsqrt(mean(x²) + eps) · (zero_centred ? 1 + w : w).
  * x and y may alias. */

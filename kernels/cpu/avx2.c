@@ -2,6 +2,7 @@
  * package builds for baseline x86-64 and these run only after runtime
  * dispatch (ni_cpu_best_isa). */
 #include "ni_cpu.h"
+#include "perm_high.h"
 #include <immintrin.h>
 
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
@@ -548,15 +549,12 @@ AVX2 void ni_q8p_groups_multi_avx2(int bits, const uint8_t *base, const uint8_t 
 
 #define AVX512Q8P __attribute__((target("avx2,fma,f16c,bmi2,avx512f,avx512bw,avx512dq,avx512vl")))
 #define AVX512VNNIP __attribute__((target("avx2,fma,f16c,bmi2,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")))
+#define AVX512VNNIVBMIP                                                                                               \
+    __attribute__((target("avx2,fma,f16c,bmi2,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx512vbmi")))
 
-/* q5/q6 high bits of the permuted lanes: bit m of the even mask is lane 2m,
- * bit 32 + m of the odd half lane 2m + 1 (pext of the high plane). */
-#define NI_Q8P_512_STEP(DOT, G, ACC)                                                                                  \
-    {                                                                                                                 \
-        const int64_t g = (G);                                                                                        \
-        __m256i b = _mm256_loadu_si256((const __m256i *)(base + 32 * g));                                             \
-        __m512i wv = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(b, m4)),                              \
-                                        _mm256_and_si256(_mm256_srli_epi16(b, 4), m4), 1);                            \
+/* The high bits of group g ORed into wv: by pext (below) or by
+ * vpmultishiftqb (perm_high.h); the kernels are compiled once per variant. */
+#define NI_Q8P_HIGH_PEXT                                                                                              \
         if (bits == 5) {                                                                                              \
             uint64_t h;                                                                                               \
             memcpy(&h, high + hb * g, 8);                                                                             \
@@ -572,7 +570,20 @@ AVX2 void ni_q8p_groups_multi_avx2(int bits, const uint8_t *base, const uint8_t 
             uint64_t o5 = _pext_u64(h0, 0x8888888888888888ull) | (_pext_u64(h1, 0x8888888888888888ull) << 16);        \
             wv = _mm512_or_si512(wv, _mm512_maskz_mov_epi8(e4 | (o4 << 32), _mm512_set1_epi8(0x10)));                 \
             wv = _mm512_or_si512(wv, _mm512_maskz_mov_epi8(e5 | (o5 << 32), _mm512_set1_epi8(0x20)));                 \
-        }                                                                                                             \
+        }
+
+#define NI_Q8P_HIGH_VBMI                                                                                              \
+    if (bits != 4) wv = ni_perm_or_high_vbmi(bits, wv, high + hb * g);
+
+/* q5/q6 high bits of the permuted lanes: bit m of the even mask is lane 2m,
+ * bit 32 + m of the odd half lane 2m + 1 (pext of the high plane). */
+#define NI_Q8P_512_STEP(DOT, G, ACC)                                                                                  \
+    {                                                                                                                 \
+        const int64_t g = (G);                                                                                        \
+        __m256i b = _mm256_loadu_si256((const __m256i *)(base + 32 * g));                                             \
+        __m512i wv = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(b, m4)),                              \
+                                        _mm256_and_si256(_mm256_srli_epi16(b, 4), m4), 1);                            \
+        NI_Q8P_HIGH                                                                                                   \
         wv = _mm512_sub_epi8(_mm512_xor_si512(wv, sg), sg);                                                           \
         __m512 sw = _mm512_set1_ps(_cvtsh_ss((unsigned short)(scales[2 * g] | (scales[2 * g + 1] << 8))));            \
         __m512i aw = _mm512_abs_epi8(wv);                                                                             \
@@ -600,6 +611,7 @@ AVX2 void ni_q8p_groups_multi_avx2(int bits, const uint8_t *base, const uint8_t 
     if (g2 < ngroups) NI_Q8P_512_STEP(DOT, g2, acc0)                                                                  \
     for (int j = 0; j < NT; j++) out[j] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[j], acc1[j]));
 
+#define NI_Q8P_HIGH NI_Q8P_HIGH_PEXT
 AVX512Q8P static inline __attribute__((always_inline)) void q8p_512_nt(const int bits, const uint8_t *base,
                                                                    const uint8_t *high, const uint8_t *scales,
                                                                    int64_t ngroups, const int8_t *xq, int64_t ldq,
@@ -608,12 +620,69 @@ AVX512Q8P static inline __attribute__((always_inline)) void q8p_512_nt(const int
     NI_Q8P_512_BODY(_mm512_madd_epi16(_mm512_maddubs_epi16(aw, sx), _mm512_set1_epi16(1)))
 }
 
-AVX512VNNIP static inline __attribute__((always_inline)) void q8p_vnni_nt(const int bits, const uint8_t *base,
-                                                                      const uint8_t *high, const uint8_t *scales,
-                                                                      int64_t ngroups, const int8_t *xq, int64_t ldq,
-                                                                      const float *xe, int64_t lde, const int NT,
-                                                                      float *out) {
-    NI_Q8P_512_BODY(_mm512_dpbusd_epi32(_mm512_setzero_si512(), aw, sx))
+#undef NI_Q8P_HIGH
+
+/* VNNI on the offset-binary codes u = q + 2^(bits−1) (the stored
+ * two's-complement code with its top bit flipped; no sign trick): vpdpbusd
+ * takes u as its unsigned operand and starts from the token's offset lanes
+ * xo = −2^(bits−1)·Σ of each 4 codes (ni_q8p_offsets_vnni, once per
+ * matmul), so p = Σ u·x − 2^(bits−1)·Σ x = Σ q·x, the same int32 lanes as
+ * the signed form: bit-identical results, four fewer instructions per
+ * group (no sub/abs/sign mask per group, no negation per token). */
+#define NI_Q8PU_STEP(G, ACC)                                                                                          \
+    {                                                                                                                 \
+        const int64_t g = (G);                                                                                        \
+        __m256i b = _mm256_loadu_si256((const __m256i *)(base + 32 * g));                                             \
+        __m512i wv = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(b, m4)),                              \
+                                        _mm256_and_si256(_mm256_srli_epi16(b, 4), m4), 1);                            \
+        NI_Q8P_HIGH                                                                                                   \
+        wv = _mm512_xor_si512(wv, sg); /* two's complement code → offset binary u = q + 2^(bits−1) */                 \
+        __m512 sw = _mm512_set1_ps(_cvtsh_ss((unsigned short)(scales[2 * g] | (scales[2 * g + 1] << 8))));            \
+        for (int j = 0; j < NT; j++) {                                                                                \
+            __m512i xv = _mm512_loadu_si512((const void *)(xq + j * ldq + 64 * g));                                   \
+            __m512i p = _mm512_dpbusd_epi32(_mm512_loadu_si512((const void *)(xo + j * ldo + 16 * g)), wv, xv);       \
+            __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(p), _mm512_loadu_ps(xe + j * lde + 16 * g));                  \
+            ACC[j] = _mm512_fmadd_ps(v, sw, ACC[j]);                                                                  \
+        }                                                                                                             \
+    }
+
+#define NI_Q8PU_BODY                                                                                                  \
+    const int64_t hb = bits == 5 ? 8 : bits == 6 ? 16 : 0;                                                            \
+    const __m256i m4 = _mm256_set1_epi8(0x0f);                                                                        \
+    const __m512i sg = _mm512_set1_epi8((char)(1 << (bits - 1)));                                                     \
+    __m512 acc0[NI_MT_MAX], acc1[NI_MT_MAX]; /* two FMA chains: even and odd groups */                                \
+    for (int j = 0; j < NT; j++) acc0[j] = acc1[j] = _mm512_setzero_ps();                                             \
+    int64_t g2 = 0;                                                                                                   \
+    for (; g2 + 2 <= ngroups; g2 += 2) {                                                                              \
+        NI_Q8PU_STEP(g2, acc0)                                                                                        \
+        NI_Q8PU_STEP(g2 + 1, acc1)                                                                                    \
+    }                                                                                                                 \
+    if (g2 < ngroups) NI_Q8PU_STEP(g2, acc0)                                                                          \
+    for (int j = 0; j < NT; j++) out[j] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[j], acc1[j]));
+
+#define NI_Q8P_HIGH NI_Q8P_HIGH_PEXT
+AVX512VNNIP static inline __attribute__((always_inline)) void q8p_vnni_nt(
+    const int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales, int64_t ngroups, const int8_t *xq,
+    int64_t ldq, const int32_t *xo, int64_t ldo, const float *xe, int64_t lde, const int NT, float *out) {
+    NI_Q8PU_BODY
+}
+#undef NI_Q8P_HIGH
+
+#define NI_Q8P_HIGH NI_Q8P_HIGH_VBMI
+AVX512VNNIVBMIP static inline __attribute__((always_inline)) void q8p_vnni_vbmi_nt(
+    const int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales, int64_t ngroups, const int8_t *xq,
+    int64_t ldq, const int32_t *xo, int64_t ldo, const float *xe, int64_t lde, const int NT, float *out) {
+    NI_Q8PU_BODY
+}
+#undef NI_Q8P_HIGH
+
+AVX512VNNIP void ni_q8p_offsets_vnni(int bits, const int8_t *xq, int64_t ngroups, int32_t *xo) {
+    const __m512i ov = _mm512_set1_epi8((char)(1 << (bits - 1)));
+    for (int64_t g = 0; g < ngroups; g++) {
+        __m512i xv = _mm512_loadu_si512((const void *)(xq + 64 * g));
+        _mm512_storeu_si512((void *)(xo + 16 * g),
+                            _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), ov, xv)));
+    }
 }
 
 AVX512Q8P void ni_q8p_groups_multi_avx512(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
@@ -629,10 +698,23 @@ AVX512Q8P void ni_q8p_groups_multi_avx512(int bits, const uint8_t *base, const u
 }
 
 AVX512VNNIP void ni_q8p_groups_multi_vnni(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
-                                         int64_t ngroups, const int8_t *xq, int64_t ldq, const float *xe, int64_t lde,
-                                         int nt, float *out) {
+                                         int64_t ngroups, const int8_t *xq, int64_t ldq, const int32_t *xo,
+                                         int64_t ldo, const float *xe, int64_t lde, int nt, float *out) {
 #undef NI_Q8_NT
-#define NI_Q8_NT(B, NT) q8p_vnni_nt(B, base, high, scales, ngroups, xq, ldq, xe, lde, NT, out)
+#define NI_Q8_NT(B, NT) q8p_vnni_nt(B, base, high, scales, ngroups, xq, ldq, xo, ldo, xe, lde, NT, out)
+    switch (bits) {
+    case 4: NI_Q8_BITS(4);
+    case 5: NI_Q8_BITS(5);
+    default: NI_Q8_BITS(6);
+    }
+}
+
+AVX512VNNIVBMIP void ni_q8p_groups_multi_vnni_vbmi(int bits, const uint8_t *base, const uint8_t *high,
+                                                  const uint8_t *scales, int64_t ngroups, const int8_t *xq,
+                                                  int64_t ldq, const int32_t *xo, int64_t ldo, const float *xe,
+                                                  int64_t lde, int nt, float *out) {
+#undef NI_Q8_NT
+#define NI_Q8_NT(B, NT) q8p_vnni_vbmi_nt(B, base, high, scales, ngroups, xq, ldq, xo, ldo, xe, lde, NT, out)
     switch (bits) {
     case 4: NI_Q8_BITS(4);
     case 5: NI_Q8_BITS(5);

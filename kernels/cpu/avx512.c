@@ -17,6 +17,7 @@
  * exactly like ni_gemm_6x16_avx2 (same FMA chain per element, same sub-block
  * order), so prefill results equal the AVX2 level's bit for bit. */
 #include "ni_cpu.h"
+#include "perm_high.h"
 #include <immintrin.h>
 
 #define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
@@ -316,15 +317,29 @@ AVX512 void ni_dot_groups_multi_avx512(int bits, const uint8_t *base, const uint
  * meet the matching activation chunks in two FMA chains (chunks 0,2 and
  * 1,3), then acc = fma(s0 + s1, scale, acc) with two accumulators
  * (even / odd groups) — the per-token sequence of dot_groups_nt above with
- * another pairing of the lanes, independent of nt. */
+ * another pairing of the lanes, independent of nt. ni_dot_groups_perm_vbmi
+ * is the same kernel with the high bits by vpmultishiftqb (perm_high.h):
+ * the same codes, so bit-identical results. */
 #define AVX512P __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c,bmi2")))
+#define AVX512PV __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c,bmi2,avx512vbmi")))
+
+/* The 32 base bytes of group g as 64 unsigned low nibbles, permuted lanes. */
+AVX512P INLINE __m512i perm_low(const uint8_t *base, int64_t g) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    __m256i b = _mm256_loadu_si256((const __m256i *)(base + 32 * g));
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(b, m4)),
+                              _mm256_and_si256(_mm256_srli_epi16(b, 4), m4), 1);
+}
+
+/* Unsigned bits-bit codes → signed (code − 2^(bits−1)). */
+AVX512P INLINE __m512i perm_signed(const int bits, __m512i wv) {
+    const __m512i sg = _mm512_set1_epi8((char)(1 << (bits - 1)));
+    return _mm512_sub_epi8(_mm512_xor_si512(wv, sg), sg);
+}
 
 AVX512P INLINE __m512i perm_codes(const int bits, const uint8_t *base, const uint8_t *high, int64_t g) {
     const int64_t hb = bits == 5 ? 8 : bits == 6 ? 16 : 0;
-    const __m256i m4 = _mm256_set1_epi8(0x0f);
-    __m256i b = _mm256_loadu_si256((const __m256i *)(base + 32 * g));
-    __m512i wv = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(b, m4)),
-                                    _mm256_and_si256(_mm256_srli_epi16(b, 4), m4), 1);
+    __m512i wv = perm_low(base, g);
     if (bits == 5) {
         uint64_t h;
         memcpy(&h, high + hb * g, 8);
@@ -341,40 +356,57 @@ AVX512P INLINE __m512i perm_codes(const int bits, const uint8_t *base, const uin
         wv = _mm512_mask_add_epi8(wv, e4 | (o4 << 32), wv, _mm512_set1_epi8(0x10));
         wv = _mm512_mask_add_epi8(wv, e5 | (o5 << 32), wv, _mm512_set1_epi8(0x20));
     }
-    const __m512i sg = _mm512_set1_epi8((char)(1 << (bits - 1)));
-    return _mm512_sub_epi8(_mm512_xor_si512(wv, sg), sg);
+    return perm_signed(bits, wv);
 }
 
-AVX512P INLINE void perm_group_nt(const int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
-                                  int64_t g, const float *xp, int64_t ldx, const int NT, __m512 *acc) {
-    __m512i wv = perm_codes(bits, base, high, g);
-    __m512 w0 = cvt16(_mm512_castsi512_si128(wv)), w1 = cvt16(_mm512_extracti32x4_epi32(wv, 1));
-    __m512 w2 = cvt16(_mm512_extracti32x4_epi32(wv, 2)), w3 = cvt16(_mm512_extracti32x4_epi32(wv, 3));
-    const float *xg = xp + 64 * g;
-    __m512 sc = _mm512_set1_ps(_cvtsh_ss((unsigned short)(scales[2 * g] | (scales[2 * g + 1] << 8))));
-    for (int j = 0; j < NT; j++) {
-        const float *x = xg + j * ldx;
-        __m512 s0 = _mm512_mul_ps(w0, _mm512_loadu_ps(x)), s1 = _mm512_mul_ps(w1, _mm512_loadu_ps(x + 16));
-        s0 = _mm512_fmadd_ps(w2, _mm512_loadu_ps(x + 32), s0);
-        s1 = _mm512_fmadd_ps(w3, _mm512_loadu_ps(x + 48), s1);
-        acc[j] = _mm512_fmadd_ps(_mm512_add_ps(s0, s1), sc, acc[j]);
-    }
+/* The same codes with the high bits by vpmultishiftqb (perm_high.h). */
+AVX512PV INLINE __m512i perm_codes_vbmi(const int bits, const uint8_t *base, const uint8_t *high, int64_t g) {
+    __m512i wv = perm_low(base, g);
+    if (bits != 4) wv = ni_perm_or_high_vbmi(bits, wv, high + (bits == 5 ? 8 : 16) * g);
+    return perm_signed(bits, wv);
 }
+
+#define NI_PERM_GROUP(CODES, G, ACC)                                                                                  \
+    {                                                                                                                 \
+        const int64_t g = (G);                                                                                        \
+        __m512i wv = CODES(bits, base, high, g);                                                                      \
+        __m512 w0 = cvt16(_mm512_castsi512_si128(wv)), w1 = cvt16(_mm512_extracti32x4_epi32(wv, 1));                  \
+        __m512 w2 = cvt16(_mm512_extracti32x4_epi32(wv, 2)), w3 = cvt16(_mm512_extracti32x4_epi32(wv, 3));            \
+        const float *xg = xp + 64 * g;                                                                                \
+        __m512 sc = _mm512_set1_ps(_cvtsh_ss((unsigned short)(scales[2 * g] | (scales[2 * g + 1] << 8))));           \
+        for (int j = 0; j < NT; j++) {                                                                                \
+            const float *x = xg + j * ldx;                                                                            \
+            __m512 s0 = _mm512_mul_ps(w0, _mm512_loadu_ps(x)), s1 = _mm512_mul_ps(w1, _mm512_loadu_ps(x + 16));       \
+            s0 = _mm512_fmadd_ps(w2, _mm512_loadu_ps(x + 32), s0);                                                    \
+            s1 = _mm512_fmadd_ps(w3, _mm512_loadu_ps(x + 48), s1);                                                    \
+            ACC[j] = _mm512_fmadd_ps(_mm512_add_ps(s0, s1), sc, ACC[j]);                                              \
+        }                                                                                                             \
+    }
+
+#define NI_PERM_GROUPS_BODY(CODES)                                                                                    \
+    __m512 acc0[NI_MT_TOKENS], acc1[NI_MT_TOKENS];                                                                    \
+    for (int j = 0; j < NT; j++) acc0[j] = acc1[j] = _mm512_setzero_ps();                                             \
+    int64_t g2 = 0;                                                                                                   \
+    for (; g2 + 2 <= ngroups; g2 += 2) {                                                                              \
+        NI_PERM_GROUP(CODES, g2, acc0)                                                                                \
+        NI_PERM_GROUP(CODES, g2 + 1, acc1)                                                                            \
+    }                                                                                                                 \
+    if (g2 < ngroups) NI_PERM_GROUP(CODES, g2, acc0)                                                                  \
+    for (int j = 0; j < NT; j++) out[j] = hsum16(_mm512_add_ps(acc0[j], acc1[j]));
 
 AVX512P INLINE void perm_groups_nt(const int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
                                    int64_t ngroups, const float *xp, int64_t ldx, const int NT, float *out) {
-    __m512 acc0[NI_MT_TOKENS], acc1[NI_MT_TOKENS];
-    for (int j = 0; j < NT; j++) acc0[j] = acc1[j] = _mm512_setzero_ps();
-    int64_t g = 0;
-    for (; g + 2 <= ngroups; g += 2) {
-        perm_group_nt(bits, base, high, scales, g, xp, ldx, NT, acc0);
-        perm_group_nt(bits, base, high, scales, g + 1, xp, ldx, NT, acc1);
-    }
-    if (g < ngroups) perm_group_nt(bits, base, high, scales, g, xp, ldx, NT, acc0);
-    for (int j = 0; j < NT; j++) out[j] = hsum16(_mm512_add_ps(acc0[j], acc1[j]));
+    NI_PERM_GROUPS_BODY(perm_codes)
 }
 
-#define NI_PG_NT(B, NT) perm_groups_nt(B, base, high, scales, ngroups, xp, ldx, NT, out)
+AVX512PV INLINE void perm_groups_nt_vbmi(const int bits, const uint8_t *base, const uint8_t *high,
+                                        const uint8_t *scales, int64_t ngroups, const float *xp, int64_t ldx,
+                                        const int NT, float *out) {
+    NI_PERM_GROUPS_BODY(perm_codes_vbmi)
+}
+#undef NI_PERM_GROUPS_BODY
+#undef NI_PERM_GROUP
+
 #define NI_PG_BITS(B)                                                                                                 \
     switch (nt) {                                                                                                     \
     case 1: NI_PG_NT(B, 1); return;                                                                                   \
@@ -383,8 +415,20 @@ AVX512P INLINE void perm_groups_nt(const int bits, const uint8_t *base, const ui
     default: NI_PG_NT(B, 4); return;                                                                                  \
     }
 
+#define NI_PG_NT(B, NT) perm_groups_nt(B, base, high, scales, ngroups, xp, ldx, NT, out)
 AVX512P void ni_dot_groups_perm_avx512(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
                                        int64_t ngroups, const float *xp, int64_t ldx, int nt, float *out) {
+    switch (bits) {
+    case 4: NI_PG_BITS(4);
+    case 5: NI_PG_BITS(5);
+    default: NI_PG_BITS(6);
+    }
+}
+#undef NI_PG_NT
+
+#define NI_PG_NT(B, NT) perm_groups_nt_vbmi(B, base, high, scales, ngroups, xp, ldx, NT, out)
+AVX512PV void ni_dot_groups_perm_vbmi(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
+                                      int64_t ngroups, const float *xp, int64_t ldx, int nt, float *out) {
     switch (bits) {
     case 4: NI_PG_BITS(4);
     case 5: NI_PG_BITS(5);

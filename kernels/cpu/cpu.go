@@ -165,6 +165,10 @@ func (x *Ctx) MatmulAct(w *Weight, in, out Rows, acc bool, act int) {
 // HasVNNI reports whether the ISAAVX512 level runs AVX512_VNNI bodies.
 func HasVNNI() bool { return C.ni_cpu_has_vnni() != 0 }
 
+// HasVBMI reports whether the ISAAVX512 level takes the q5/q6 high bits of
+// its permuted GEMVs by AVX512_VBMI (NINFER_CPU_VBMI=0 turns it off).
+func HasVBMI() bool { return C.ni_cpu_has_vbmi() != 0 }
+
 // SetVNNI enables (where the CPU has it) or disables the VNNI bodies and
 // returns the previous setting; a test hook for the non-VNNI AVX-512 path.
 // Not safe while a matmul runs.

@@ -119,6 +119,10 @@ void ni_dot_groups_multi_avx512(int bits, const uint8_t *base, const uint8_t *hi
  * group first, ni_matmul_act): q4/q5/q6 only, needs BMI2. */
 void ni_dot_groups_perm_avx512(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
                                int64_t ngroups, const float *xp, int64_t ldx, int nt, float *out);
+/* The same with the q5/q6 high bits by AVX-512 VBMI (perm_high.h); needs
+ * AVX512_VBMI, bit-identical to the BMI2 body. */
+void ni_dot_groups_perm_vbmi(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
+                             int64_t ngroups, const float *xp, int64_t ldx, int nt, float *out);
 void ni_dot_bf16_multi_avx512(const uint16_t *w, const float *x, int64_t ldx, int64_t n, int nt, float *out);
 void ni_dot_nvfp4_multi_avx512(const uint8_t *codes, const uint8_t *scales, int64_t ngroups, float div,
                                const float *x, int64_t ldx, int nt, float *out);
@@ -151,9 +155,17 @@ void ni_q8p_groups_multi_avx2(int bits, const uint8_t *base, const uint8_t *high
 void ni_q8p_groups_multi_avx512(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
                                 int64_t ngroups, const int8_t *xq, int64_t ldq, const float *xe, int64_t lde, int nt,
                                 float *out);
+/* The VNNI bodies take the codes unsigned and start each group's dot
+ * products from the token's offset lanes xo + j·ldo + 16g
+ * (ni_q8p_offsets_vnni: −2^(bits−1)·Σ of each 4 activation codes of group
+ * g); _vbmi takes the q5/q6 high bits by AVX-512 VBMI (perm_high.h). */
+void ni_q8p_offsets_vnni(int bits, const int8_t *xq, int64_t ngroups, int32_t *xo);
 void ni_q8p_groups_multi_vnni(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
-                              int64_t ngroups, const int8_t *xq, int64_t ldq, const float *xe, int64_t lde, int nt,
-                              float *out);
+                              int64_t ngroups, const int8_t *xq, int64_t ldq, const int32_t *xo, int64_t ldo,
+                              const float *xe, int64_t lde, int nt, float *out);
+void ni_q8p_groups_multi_vnni_vbmi(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
+                                   int64_t ngroups, const int8_t *xq, int64_t ldq, const int32_t *xo, int64_t ldo,
+                                   const float *xe, int64_t lde, int nt, float *out);
 /* nr ≤ 4 q4/q5/q6 (permuted layout) or q8 rows at strides bstride, hstride,
  * sstride against nt ≤ NI_MT_TOKENS token rows: out[r·NI_MT_TOKENS + j]. */
 void ni_q8_rows_vnni(int bits, const uint8_t *base, int64_t bstride, const uint8_t *high, int64_t hstride,

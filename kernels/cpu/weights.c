@@ -247,6 +247,8 @@ typedef struct {
     int64_t ldp;
     int rows4;       /* NI_ACT_Q8 on AVX-512 VNNI: the multi-row kernel (NINFER_CPU_Q8ROWS=1; off by default:
                         2-3x faster alone, slower end to end so far, docs/PERF.md) */
+    int vbmi;        /* permuted q5/q6 kernels: high bits by AVX-512 VBMI (perm_vbmi) */
+    const int32_t *xo; /* permuted VNNI route: token t's group offset lanes at xo + t·(kpad/4) (ni_q8p_offsets_vnni) */
 } mm_args;
 
 static inline void mm_store(const mm_args *a, int64_t t, int64_t n, float v) {
@@ -337,7 +339,8 @@ static void mm_small_fused(const mm_args *a, int64_t n0, int64_t n1, int tid) {
             int nt = (int)(T - t0 < NI_MT_TOKENS ? T - t0 : NI_MT_TOKENS);
             const float *x = a->x.p + t0 * ld;
             if (a->xp)
-                ni_dot_groups_perm_avx512((int)w->bits, base, high, scales, full, a->xp + t0 * a->ldp, a->ldp, nt, out);
+                (a->vbmi ? ni_dot_groups_perm_vbmi : ni_dot_groups_perm_avx512)((int)w->bits, base, high, scales, full,
+                                                                                 a->xp + t0 * a->ldp, a->ldp, nt, out);
             else if (a->c->isa == NI_ISA_AVX512)
                 ni_dot_groups_multi_avx512((int)w->bits, base, high, scales, full, x, ld, nt, out);
             else ni_dot_groups_multi_avx2((int)w->bits, base, high, scales, full, x, ld, nt, out);
@@ -542,6 +545,11 @@ static int q8_perm(int isa, int bits) {
 
 int ni_cpu_has_vnni(void) { return ni_cpu_best_isa() == NI_ISA_AVX512 && q8_vnni(); }
 
+int ni_cpu_has_vbmi(void) {
+    __builtin_cpu_init();
+    return ni_cpu_best_isa() == NI_ISA_AVX512 && __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("bmi2");
+}
+
 int ni_cpu_set_vnni(int on) {
     int old = q8_vnni();
     __builtin_cpu_init();
@@ -585,7 +593,9 @@ static void mm_q8(const mm_args *a, int64_t n0, int64_t n1) {
             const int8_t *xq = a->xq + t0 * kpad;
             const float *xs = a->xs + t0 * nbk, *xe = a->xe + t0 * 8 * nbk;
             if (perm && vnni)
-                ni_q8p_groups_multi_vnni((int)w->bits, base, high, scales, ngroups, xq, kpad, xe, 8 * nbk, nt, out);
+                (a->vbmi ? ni_q8p_groups_multi_vnni_vbmi : ni_q8p_groups_multi_vnni)(
+                    (int)w->bits, base, high, scales, ngroups, xq, kpad, a->xo + t0 * (kpad / 4), kpad / 4, xe, 8 * nbk,
+                    nt, out);
             else if (perm && isa == NI_ISA_AVX512)
                 ni_q8p_groups_multi_avx512((int)w->bits, base, high, scales, ngroups, xq, kpad, xe, 8 * nbk, nt, out);
             else if (perm)
@@ -624,7 +634,9 @@ static void mm_task(void *a_, int task, int tid) {
                 int64_t full = K / w->group, gi = n * w->gpr;
                 const uint8_t *base = w->data + gi * w->base_bytes, *high = w->data + w->high_off + gi * w->high_bytes,
                               *scales = w->data + w->scale_off + 2 * gi;
-                if (a->xp) ni_dot_groups_perm_avx512((int)w->bits, base, high, scales, full, a->xp, 0, 1, &v);
+                if (a->xp)
+                    (a->vbmi ? ni_dot_groups_perm_vbmi : ni_dot_groups_perm_avx512)((int)w->bits, base, high, scales,
+                                                                                     full, a->xp, 0, 1, &v);
                 else if (isa == NI_ISA_AVX512)
                     ni_dot_groups_multi_avx512((int)w->bits, base, high, scales, full, x, 0, 1, &v);
                 else v = ni_dot_groups_avx2((int)w->bits, base, high, scales, full, x);
@@ -688,6 +700,17 @@ static void mm_task(void *a_, int task, int tid) {
     }
 }
 
+/* Whether the permuted q5/q6 kernels take their high bits by AVX-512 VBMI
+ * (perm_high.h; bit-identical to BMI2 pext): at AVX-512 on a CPU with
+ * AVX512_VBMI, unless NINFER_CPU_VBMI=0 (comparison and test switch). */
+static int perm_vbmi(int isa, const ni_weight *w) {
+    if (isa != NI_ISA_AVX512 || (w->bits != 5 && w->bits != 6)) return 0;
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx512vbmi")) return 0;
+    const char *e = getenv("NINFER_CPU_VBMI");
+    return !(e && strcmp(e, "0") == 0);
+}
+
 /* Whether the fp32-activation T ≤ 16 route of w runs on permuted activation
  * rows (ni_dot_groups_perm_avx512): q4/q5/q6 with at least one whole group
  * at AVX-512 with BMI2, unless NINFER_CPU_FP32PERM=0 (comparison switch). */
@@ -710,11 +733,13 @@ void ni_matmul_act(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accu
     mm_args a = {c, w, x, y, accumulate, (int)per, 0};
     if (act == NI_ACT_Q8 && w->bits && x.t <= NI_SMALL_T) { /* quantize each token row once */
         int64_t kpad = w->kpad, nbk = kpad / 32;
-        float *sh = ni_shared(c, 9 * x.t * nbk + (x.t * kpad + 3) / 4);
+        float *sh = ni_shared(c, 9 * x.t * nbk + (x.t * kpad + 3) / 4 + x.t * kpad / 4);
         float *xs = sh, *xe = sh + x.t * nbk;
         int8_t *xq = (int8_t *)(xe + 8 * x.t * nbk);
+        int32_t *xo = (int32_t *)(xe + 8 * x.t * nbk + (x.t * kpad + 3) / 4);
         for (int64_t t = 0; t < x.t; t++) q8_quantize(c->isa, x.p + t * x.ld, w->k, kpad, xq + t * kpad, xs + t * nbk);
         a.perm = q8_perm(c->isa, (int)w->bits);
+        a.vbmi = a.perm && perm_vbmi(c->isa, w);
         const char *rows4 = getenv("NINFER_CPU_Q8ROWS");
         a.rows4 = rows4 && strcmp(rows4, "1") == 0;
         for (int64_t i = 0; i < x.t * nbk; i += 2) /* kpad/32 is even: blocks come in pairs */
@@ -724,6 +749,10 @@ void ni_matmul_act(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accu
             for (int64_t i = 0; i < x.t * kpad; i += 64) {
                 for (int l = 0; l < 32; l++) tmp[l] = xq[i + 2 * l], tmp[32 + l] = xq[i + 2 * l + 1];
                 memcpy(xq + i, tmp, 64);
+            }
+            if (c->isa == NI_ISA_AVX512 && q8_vnni()) { /* the unsigned-code VNNI bodies' offsets */
+                for (int64_t t = 0; t < x.t; t++) ni_q8p_offsets_vnni((int)w->bits, xq + t * kpad, kpad / 64, xo + t * (kpad / 4));
+                a.xo = xo;
             }
         }
         a.xq = xq;
@@ -756,6 +785,7 @@ void ni_matmul_act(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accu
                 for (int l = 0; l < 32; l++) dst[l] = src[2 * l], dst[32 + l] = src[2 * l + 1];
             }
         a.xp = xp;
+        a.vbmi = perm_vbmi(c->isa, w);
     }
     if (x.t <= NI_SMALL_T && (w->fmt == NI_W_NVFP4 || w->fmt == NI_W_FP8ROW)) { /* old nvfp4/fp8 route, T = 1..16 */
         const char *e = getenv("NINFER_CPU_FPGEMV");

@@ -120,3 +120,7 @@ func ActivationsOf(be Backend) string {
 
 // VNNI reports whether the avx512 level's int8 kernels use AVX512_VNNI.
 func VNNI() bool { return cpu.HasVNNI() }
+
+// VBMI reports whether the CPU backend's avx512 level decodes q5/q6 high
+// bits with AVX512_VBMI (bit-identical to its BMI2 route).
+func VBMI() bool { return cpu.HasVBMI() }

@@ -71,7 +71,8 @@ func cpuBackends(t *testing.T) []*CPU {
 }
 
 // vnniModes runs f with the AVX-512 VNNI bodies and, where this CPU has
-// them, once more with the non-VNNI AVX-512 bodies.
+// them, once more with the non-VNNI AVX-512 bodies (and, with VBMI, once
+// with the BMI2 high-bit decode).
 func vnniModes(t *testing.T, b *CPU, f func(mode string)) {
 	if b.ISA() != "avx512" || !VNNI() {
 		f("")
@@ -83,6 +84,11 @@ func vnniModes(t *testing.T, b *CPU, f func(mode string)) {
 	t.Setenv("NINFER_CPU_Q8ROWS", "1")
 	f("vnni-rows4")
 	t.Setenv("NINFER_CPU_Q8ROWS", "")
+	if VBMI() { // the q5/q6 high bits by BMI2 pext instead of VBMI
+		t.Setenv("NINFER_CPU_VBMI", "0")
+		f("vnni-pext")
+		t.Setenv("NINFER_CPU_VBMI", "")
+	}
 	old := cpu.SetVNNI(false)
 	defer cpu.SetVNNI(old)
 	f("novnni")
@@ -467,6 +473,51 @@ func BenchmarkMatMulInt8ActStream(b *testing.B) {
 						b.ReportMetric(ns/1e3, "µs/op")
 						b.ReportMetric(float64(len(p.bytes))/ns, "GB/s")
 					})
+				}
+			}
+		}
+	}
+}
+
+// TestPermVBMIMatchesPext: the permuted q5/q6 GEMVs of the avx512 level
+// give the same bits whether the high bits come from AVX512_VBMI
+// (vpmultishiftqb, the default where the CPU has it) or from BMI2 pext, on
+// fp32 and int8 activations, at every fused token count. The oracle tests
+// above check the default route's values; this ties the other route to it.
+func TestPermVBMIMatchesPext(t *testing.T) {
+	if !VBMI() {
+		t.Skip("this CPU has no AVX512_VBMI: the avx512 level runs only the BMI2 high-bit route")
+	}
+	b, err := NewCPU(CPUOptions{Threads: 2, ISA: "avx512", AlwaysParallel: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	streams := numtest.NewSource(t)
+	for _, f := range []format.Format{format.Q5G64, format.Q6G64} {
+		for _, k := range []int{1024, 330} { // whole groups; a partial group (its tail takes the generic route)
+			r := streams.Stream(string(f), fmt.Sprint(k))
+			const n = 29
+			p := randPacked(r, f, n, k)
+			w := prep(t, b, p)
+			for _, act := range []string{ActFP32, ActInt8} {
+				if err := b.SetActivations(act); err != nil {
+					t.Fatal(err)
+				}
+				for _, T := range []int{1, 2, 4, 5, 16} {
+					x := randn(r, T*k, 1)
+					xv, yv := put(t, b, x), put(t, b, make([]float32, T*n))
+					run := func(vbmi string) []float32 {
+						t.Setenv("NINFER_CPU_VBMI", vbmi)
+						b.MatMul(Dense(yv, T, n), Dense(xv, T, k), w, false)
+						return get(t, b, yv, T*n)
+					}
+					want, got := run("0"), run("")
+					for i := range want {
+						if got[i] != want[i] || math.IsNaN(float64(got[i])) {
+							t.Fatalf("%s/K=%d/%s/T=%d: y[%d] = %v with VBMI, %v with pext", f, k, act, T, i, got[i], want[i])
+						}
+					}
 				}
 			}
 		}
