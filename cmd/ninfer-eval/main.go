@@ -111,7 +111,7 @@ Examples:
 			&cli.StringFlag{Name: "kv-dtype", Value: "bf16", Usage: "KV cache `DTYPE`: bf16, int8, fp8 or fp32"},
 			&cli.StringFlag{Name: "backend", Value: "auto", Usage: "compute `BACKEND`: auto, cpu or cuda"},
 			&cli.IntFlag{Name: "threads", Usage: "CPU `N` threads (0: all cores)"},
-			&cli.StringFlag{Name: "activations", Value: "fp32", Usage: "CPU matmul activations `MODE`: fp32, or int8 (q4–q8 weights at every T, the per-token quantization decode's --activations auto uses; the output head stays fp32)"},
+			&cli.StringFlag{Name: "activations", Value: "fp32", Usage: "CPU matmul activations `MODE`: fp32, or int8 (q4–q8 weights at every T, the per-token quantization decode's --activations auto uses)"},
 			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "table", Usage: "output `FORMAT`: table (alias md) or json (one line per model)"},
 			&cli.StringFlag{Name: "output-file", Aliases: []string{"o"}, Usage: "write the output to `PATH` atomically instead of stdout"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress or load lines on stderr"},

@@ -13,7 +13,8 @@ import (
 // T ≤ 16 matmul by q4–q8 grouped-integer weights to int8 with one fp32
 // scale per 32 values and runs integer dot products per weight group
 // (kernels/ninfer_ops.h NI_ACT_Q8); every other format, larger T and weights
-// pinned by KeepFP32Activations (the output head) stay on fp32 activations.
+// pinned by KeepFP32Activations (the MTP proposal head) stay on fp32
+// activations.
 const (
 	// ActAuto is int8 where it is faster: q4/q5/q6 weights. q8 weights stay
 	// on fp32 activations: their fp32 GEMV has no decode to save and the
@@ -41,8 +42,8 @@ func ParseActivations(s string) (string, error) {
 }
 
 // KeepFP32Activations pins w's matmuls to fp32 activations whatever the
-// backend's mode (the engine pins the output head: int8 logits cost MTP
-// acceptance).
+// backend's mode (the engine pins the MTP proposal head: its argmax only
+// proposes, and an int8 draft head measured no faster, docs/PERF.md).
 func (w *Weight) KeepFP32Activations() { w.fp32Act = true }
 
 // int8Act reports whether format f runs int8 activations in mode m. auto

@@ -39,11 +39,12 @@ func decodeLogits(t *testing.T, w Weights, isa, act string, ids []int32) []float
 	return out
 }
 
-// TestInt8ActivationsKeepHeadFP32 checks that the output head stays on fp32
-// activations: with only the head in a grouped-integer format, int8 mode
-// decodes bit for bit like fp32 mode; with grouped layers it differs (the
-// int8 GEMV runs) and stays finite.
-func TestInt8ActivationsKeepHeadFP32(t *testing.T) {
+// TestInt8ActivationsHead checks that the output head follows the
+// activation mode: with only the head in a grouped-integer format, auto
+// decodes differently from fp32 (the head's int8 GEMV runs) and with a
+// bf16 head and grouped layers too; with every matmul in bf16, auto equals
+// fp32 bit for bit (nothing grouped to quantize for). Logits stay finite.
+func TestInt8ActivationsHead(t *testing.T) {
 	r := seeded(t)
 	headOnly := func(tn qwen35.Tensor) format.Format {
 		if tn.Class == qwen35.ClassOutputHead {
@@ -53,18 +54,17 @@ func TestInt8ActivationsKeepHeadFP32(t *testing.T) {
 	}
 	layers := func(tn qwen35.Tensor) format.Format {
 		switch tn.Class {
-		case qwen35.ClassOutputHead:
-			return format.Q6G64
-		case qwen35.ClassEmbedding:
+		case qwen35.ClassOutputHead, qwen35.ClassEmbedding:
 			return format.BF16
 		}
 		return format.Q4G64
 	}
+	none := func(qwen35.Tensor) format.Format { return format.BF16 }
 	for _, c := range []struct {
 		name   string
 		recipe func(qwen35.Tensor) format.Format
 		same   bool
-	}{{"head_only", headOnly, true}, {"layers", layers, false}} {
+	}{{"head_only", headOnly, false}, {"layers", layers, false}, {"bf16", none, true}} {
 		w := newTestWeightsRecipe(r, tinyConfig(false), c.recipe)
 		ids := randIDs(r, 12, w.cfg.VocabSize)
 		for _, isa := range testISAs(t) {
