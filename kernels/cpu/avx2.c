@@ -477,6 +477,64 @@ AVX512VNNI static inline __attribute__((always_inline)) void q8_vnni_nt(const in
     NI_Q8_512_BODY(_mm512_dpbusd_epi32(_mm512_setzero_si512(), aw, sx))
 }
 
+/* q8 weights on VNNI (ni_q8w_multi_vnni): each step is two 32-value groups
+ * (64 codes), flipped to offset binary (u = q + 128) for vpdpbusd, which
+ * starts from the token's offset lanes xo (−128·Σ of each 4 activation
+ * codes, ni_q8p_offsets_vnni); the fp16 scales are converted 16 at a time
+ * and each step's pair broadcast by one vpermps. The same int32 lanes,
+ * scales and FMA chains (even / odd steps) as the q8 case of q8_vnni_nt:
+ * bit-identical, without its scalar scale conversions, sign mask and
+ * per-token negation. A missing second group (odd ngroups) reads as zero
+ * codes (u = 128 against zero activation codes: p = 0) with scale 0. */
+#define NI_Q8W_STEP(I, ACC)                                                                                           \
+    {                                                                                                                 \
+        const int64_t s = s0 + (I);                                                                                   \
+        __m512i wv = 2 * s + 1 < ngroups ? _mm512_loadu_si512((const void *)(base + 64 * s))                          \
+                                         : _mm512_maskz_loadu_epi8(0xffffffffull, base + 64 * s);                     \
+        wv = _mm512_xor_si512(wv, flip);                                                                              \
+        const __m512 sw = _mm512_permutexvar_ps(_mm512_add_epi32(pair, _mm512_set1_epi32((int)(2 * (I)))), sc16);     \
+        for (int j = 0; j < NT; j++) {                                                                                \
+            __m512i xv = _mm512_loadu_si512((const void *)(xq + j * ldq + 64 * s));                                   \
+            __m512i p = _mm512_dpbusd_epi32(_mm512_loadu_si512((const void *)(xo + j * ldo + 16 * s)), wv, xv);       \
+            __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(p), _mm512_loadu_ps(xe + j * lde + 16 * s));                  \
+            ACC[j] = _mm512_fmadd_ps(v, sw, ACC[j]);                                                                  \
+        }                                                                                                             \
+    }
+
+AVX512VNNI static inline __attribute__((always_inline)) void q8w_vnni_nt(const uint8_t *base, const uint8_t *scales,
+                                                                     int64_t ngroups, const int8_t *xq, int64_t ldq,
+                                                                     const int32_t *xo, int64_t ldo, const float *xe,
+                                                                     int64_t lde, const int NT, float *out) {
+    const int64_t steps = (ngroups + 1) / 2;
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
+    const __m512i pair = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    __m512 acc0[NI_MT_MAX], acc1[NI_MT_MAX]; /* two FMA chains: even and odd steps */
+    for (int j = 0; j < NT; j++) acc0[j] = acc1[j] = _mm512_setzero_ps();
+    for (int64_t s0 = 0; s0 < steps; s0 += 8) { /* 16 groups per scale load; s0 even */
+        const int64_t ng = ngroups - 2 * s0 < 16 ? ngroups - 2 * s0 : 16, ns = (ng + 1) / 2;
+        const __m512 sc16 = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16((__mmask16)((1u << ng) - 1u), scales + 4 * s0));
+        int64_t i = 0;
+        for (; i + 2 <= ns; i += 2) {
+            NI_Q8W_STEP(i, acc0)
+            NI_Q8W_STEP(i + 1, acc1)
+        }
+        if (i < ns) NI_Q8W_STEP(i, acc0)
+    }
+    for (int j = 0; j < NT; j++) out[j] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[j], acc1[j]));
+}
+#undef NI_Q8W_STEP
+
+AVX512VNNI void ni_q8w_multi_vnni(const uint8_t *base, const uint8_t *scales, int64_t ngroups, const int8_t *xq,
+                                  int64_t ldq, const int32_t *xo, int64_t ldo, const float *xe, int64_t lde, int nt,
+                                  float *out) {
+    switch (nt) {
+    case 1: q8w_vnni_nt(base, scales, ngroups, xq, ldq, xo, ldo, xe, lde, 1, out); return;
+    case 2: q8w_vnni_nt(base, scales, ngroups, xq, ldq, xo, ldo, xe, lde, 2, out); return;
+    case 3: q8w_vnni_nt(base, scales, ngroups, xq, ldq, xo, ldo, xe, lde, 3, out); return;
+    default: q8w_vnni_nt(base, scales, ngroups, xq, ldq, xo, ldo, xe, lde, 4, out); return;
+    }
+}
+
 AVX512Q8 void ni_q8_groups_multi_avx512(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
                                         int64_t ngroups, const int8_t *xq, int64_t ldq, const float *xe, int64_t lde,
                                         int nt, float *out) {

@@ -247,8 +247,8 @@ AVX512 INLINE __m512 cvt16(__m128i q) { return _mm512_cvtepi32_ps(_mm512_cvtepi8
 
 /* One group g into acc[j] += scale_g · (s0 + s1), s0 the FMA sum of the
  * even 16-lane chunks, s1 of the odd ones. */
-AVX512 INLINE void group_nt(const int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
-                            int64_t g, const float *x, int64_t ldx, const int NT, __m512 *acc) {
+AVX512 INLINE void group_nt(const int bits, const uint8_t *base, const uint8_t *high, __m512 sc, int64_t g,
+                            const float *x, int64_t ldx, const int NT, __m512 *acc) {
     const int64_t hb = bits == 5 ? 8 : bits == 6 ? 16 : 0, lanes = bits == 8 ? 32 : 64;
     __m128i q[4];
     int n = dec_codes(bits, base + 32 * g, high + hb * g, q);
@@ -266,9 +266,16 @@ AVX512 INLINE void group_nt(const int bits, const uint8_t *base, const uint8_t *
             s1[j] = _mm512_fmadd_ps(w3, _mm512_loadu_ps(xg + j * ldx + 48), s1[j]);
         }
     }
-    __m512 sc = _mm512_set1_ps(_cvtsh_ss((unsigned short)(scales[2 * g] | (scales[2 * g + 1] << 8))));
     for (int j = 0; j < NT; j++) acc[j] = _mm512_fmadd_ps(_mm512_add_ps(s0[j], s1[j]), sc, acc[j]);
 }
+
+/* The fp16 scales of groups g0 … g0 + n − 1 (n ≤ 16) as fp32 lanes, one load
+ * and one conversion per 16 groups; scale_lane broadcasts lane i (the same
+ * exact value as a scalar _cvtsh_ss of that group's scale). */
+AVX512 INLINE __m512 scales16(const uint8_t *scales, int64_t g0, int64_t n) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16((__mmask16)((1u << n) - 1u), scales + 2 * g0));
+}
+AVX512 INLINE __m512 scale_lane(__m512 sc16, int64_t i) { return _mm512_permutexvar_ps(_mm512_set1_epi32((int)i), sc16); }
 
 /* Fused decode + dot of ngroups whole groups against NT token rows; even
  * groups accumulate into acc0, odd ones into acc1 (two FMA chains). */
@@ -276,12 +283,16 @@ AVX512 INLINE void dot_groups_nt(const int bits, const uint8_t *base, const uint
                                  int64_t ngroups, const float *x, int64_t ldx, const int NT, float *out) {
     __m512 acc0[NI_MT_TOKENS], acc1[NI_MT_TOKENS];
     for (int j = 0; j < NT; j++) acc0[j] = acc1[j] = _mm512_setzero_ps();
-    int64_t g = 0;
-    for (; g + 2 <= ngroups; g += 2) {
-        group_nt(bits, base, high, scales, g, x, ldx, NT, acc0);
-        group_nt(bits, base, high, scales, g + 1, x, ldx, NT, acc1);
+    for (int64_t g0 = 0; g0 < ngroups; g0 += 16) { /* blocks of 16 groups: even groups stay even */
+        const int64_t n = ngroups - g0 < 16 ? ngroups - g0 : 16;
+        const __m512 sc16 = scales16(scales, g0, n);
+        int64_t i = 0;
+        for (; i + 2 <= n; i += 2) {
+            group_nt(bits, base, high, scale_lane(sc16, i), g0 + i, x, ldx, NT, acc0);
+            group_nt(bits, base, high, scale_lane(sc16, i + 1), g0 + i + 1, x, ldx, NT, acc1);
+        }
+        if (i < n) group_nt(bits, base, high, scale_lane(sc16, i), g0 + i, x, ldx, NT, acc0);
     }
-    if (g < ngroups) group_nt(bits, base, high, scales, g, x, ldx, NT, acc0);
     for (int j = 0; j < NT; j++) out[j] = hsum16(_mm512_add_ps(acc0[j], acc1[j]));
 }
 
@@ -366,14 +377,14 @@ AVX512PV INLINE __m512i perm_codes_vbmi(const int bits, const uint8_t *base, con
     return perm_signed(bits, wv);
 }
 
-#define NI_PERM_GROUP(CODES, G, ACC)                                                                                  \
+#define NI_PERM_GROUP(CODES, G, SC, ACC)                                                                              \
     {                                                                                                                 \
         const int64_t g = (G);                                                                                        \
+        const __m512 sc = (SC);                                                                                       \
         __m512i wv = CODES(bits, base, high, g);                                                                      \
         __m512 w0 = cvt16(_mm512_castsi512_si128(wv)), w1 = cvt16(_mm512_extracti32x4_epi32(wv, 1));                  \
         __m512 w2 = cvt16(_mm512_extracti32x4_epi32(wv, 2)), w3 = cvt16(_mm512_extracti32x4_epi32(wv, 3));            \
         const float *xg = xp + 64 * g;                                                                                \
-        __m512 sc = _mm512_set1_ps(_cvtsh_ss((unsigned short)(scales[2 * g] | (scales[2 * g + 1] << 8))));           \
         for (int j = 0; j < NT; j++) {                                                                                \
             const float *x = xg + j * ldx;                                                                            \
             __m512 s0 = _mm512_mul_ps(w0, _mm512_loadu_ps(x)), s1 = _mm512_mul_ps(w1, _mm512_loadu_ps(x + 16));       \
@@ -386,12 +397,16 @@ AVX512PV INLINE __m512i perm_codes_vbmi(const int bits, const uint8_t *base, con
 #define NI_PERM_GROUPS_BODY(CODES)                                                                                    \
     __m512 acc0[NI_MT_TOKENS], acc1[NI_MT_TOKENS];                                                                    \
     for (int j = 0; j < NT; j++) acc0[j] = acc1[j] = _mm512_setzero_ps();                                             \
-    int64_t g2 = 0;                                                                                                   \
-    for (; g2 + 2 <= ngroups; g2 += 2) {                                                                              \
-        NI_PERM_GROUP(CODES, g2, acc0)                                                                                \
-        NI_PERM_GROUP(CODES, g2 + 1, acc1)                                                                            \
+    for (int64_t g0 = 0; g0 < ngroups; g0 += 16) {                                                                    \
+        const int64_t n = ngroups - g0 < 16 ? ngroups - g0 : 16;                                                      \
+        const __m512 sc16 = scales16(scales, g0, n);                                                                  \
+        int64_t i = 0;                                                                                                \
+        for (; i + 2 <= n; i += 2) {                                                                                  \
+            NI_PERM_GROUP(CODES, g0 + i, scale_lane(sc16, i), acc0)                                                   \
+            NI_PERM_GROUP(CODES, g0 + i + 1, scale_lane(sc16, i + 1), acc1)                                           \
+        }                                                                                                             \
+        if (i < n) NI_PERM_GROUP(CODES, g0 + i, scale_lane(sc16, i), acc0)                                            \
     }                                                                                                                 \
-    if (g2 < ngroups) NI_PERM_GROUP(CODES, g2, acc0)                                                                  \
     for (int j = 0; j < NT; j++) out[j] = hsum16(_mm512_add_ps(acc0[j], acc1[j]));
 
 AVX512P INLINE void perm_groups_nt(const int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,

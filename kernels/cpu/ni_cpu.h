@@ -160,6 +160,11 @@ void ni_q8p_groups_multi_avx512(int bits, const uint8_t *base, const uint8_t *hi
  * (ni_q8p_offsets_vnni: −2^(bits−1)·Σ of each 4 activation codes of group
  * g); _vbmi takes the q5/q6 high bits by AVX-512 VBMI (perm_high.h). */
 void ni_q8p_offsets_vnni(int bits, const int8_t *xq, int64_t ngroups, int32_t *xo);
+/* q8 weights (natural layout) on VNNI, offset-binary codes from the offset
+ * lanes of ni_q8p_offsets_vnni(8, …) (xo + j·ldo + 16s for the step s of
+ * groups 2s, 2s + 1); bit-identical to ni_q8_groups_multi_vnni(8, …). */
+void ni_q8w_multi_vnni(const uint8_t *base, const uint8_t *scales, int64_t ngroups, const int8_t *xq, int64_t ldq,
+                       const int32_t *xo, int64_t ldo, const float *xe, int64_t lde, int nt, float *out);
 void ni_q8p_groups_multi_vnni(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
                               int64_t ngroups, const int8_t *xq, int64_t ldq, const int32_t *xo, int64_t ldo,
                               const float *xe, int64_t lde, int nt, float *out);

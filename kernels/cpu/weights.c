@@ -600,6 +600,9 @@ static void mm_q8(const mm_args *a, int64_t n0, int64_t n1) {
                 ni_q8p_groups_multi_avx512((int)w->bits, base, high, scales, ngroups, xq, kpad, xe, 8 * nbk, nt, out);
             else if (perm)
                 ni_q8p_groups_multi_avx2((int)w->bits, base, high, scales, ngroups, xq, kpad, xe, 8 * nbk, nt, out);
+            else if (vnni && a->xo && w->bits == 8)
+                ni_q8w_multi_vnni(base, scales, ngroups, xq, kpad, a->xo + t0 * (kpad / 4), kpad / 4, xe, 8 * nbk, nt,
+                                  out);
             else if (vnni) ni_q8_groups_multi_vnni((int)w->bits, base, high, scales, ngroups, xq, kpad, xe, 8 * nbk, nt, out);
             else if (isa == NI_ISA_AVX512)
                 ni_q8_groups_multi_avx512((int)w->bits, base, high, scales, ngroups, xq, kpad, xe, 8 * nbk, nt, out);
@@ -700,6 +703,14 @@ static void mm_task(void *a_, int task, int tid) {
     }
 }
 
+/* NINFER_CPU_Q8W=legacy: q8 weights on VNNI take the sign-trick body
+ * (ni_q8_groups_multi_vnni) instead of ni_q8w_multi_vnni (comparison and
+ * test switch; bit-identical results). */
+static int q8w_legacy(void) {
+    const char *e = getenv("NINFER_CPU_Q8W");
+    return e && strcmp(e, "legacy") == 0;
+}
+
 /* Whether the permuted q5/q6 kernels take their high bits by AVX-512 VBMI
  * (perm_high.h; bit-identical to BMI2 pext): at AVX-512 on a CPU with
  * AVX512_VBMI, unless NINFER_CPU_VBMI=0 (comparison and test switch). */
@@ -750,10 +761,11 @@ void ni_matmul_act(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accu
                 for (int l = 0; l < 32; l++) tmp[l] = xq[i + 2 * l], tmp[32 + l] = xq[i + 2 * l + 1];
                 memcpy(xq + i, tmp, 64);
             }
-            if (c->isa == NI_ISA_AVX512 && q8_vnni()) { /* the unsigned-code VNNI bodies' offsets */
-                for (int64_t t = 0; t < x.t; t++) ni_q8p_offsets_vnni((int)w->bits, xq + t * kpad, kpad / 64, xo + t * (kpad / 4));
-                a.xo = xo;
-            }
+        }
+        if (c->isa == NI_ISA_AVX512 && q8_vnni() && (a.perm || (w->bits == 8 && !q8w_legacy()))) {
+            /* the offset-binary VNNI bodies' offset lanes */
+            for (int64_t t = 0; t < x.t; t++) ni_q8p_offsets_vnni((int)w->bits, xq + t * kpad, kpad / 64, xo + t * (kpad / 4));
+            a.xo = xo;
         }
         a.xq = xq;
         a.xs = xs;

@@ -84,6 +84,9 @@ func vnniModes(t *testing.T, b *CPU, f func(mode string)) {
 	t.Setenv("NINFER_CPU_Q8ROWS", "1")
 	f("vnni-rows4")
 	t.Setenv("NINFER_CPU_Q8ROWS", "")
+	t.Setenv("NINFER_CPU_Q8W", "legacy") // q8 weights on the sign-trick VNNI body
+	f("vnni-q8legacy")
+	t.Setenv("NINFER_CPU_Q8W", "")
 	if VBMI() { // the q5/q6 high bits by BMI2 pext instead of VBMI
 		t.Setenv("NINFER_CPU_VBMI", "0")
 		f("vnni-pext")
@@ -479,43 +482,56 @@ func BenchmarkMatMulInt8ActStream(b *testing.B) {
 	}
 }
 
-// TestPermVBMIMatchesPext: the permuted q5/q6 GEMVs of the avx512 level
-// give the same bits whether the high bits come from AVX512_VBMI
-// (vpmultishiftqb, the default where the CPU has it) or from BMI2 pext, on
-// fp32 and int8 activations, at every fused token count. The oracle tests
-// above check the default route's values; this ties the other route to it.
-func TestPermVBMIMatchesPext(t *testing.T) {
-	if !VBMI() {
-		t.Skip("this CPU has no AVX512_VBMI: the avx512 level runs only the BMI2 high-bit route")
-	}
+// TestAVX512RoutesBitIdentical: the avx512 GEMV routes that replace an
+// older body compute the same bits as it, on fp32 and int8 activations at
+// every fused token count: the permuted q5/q6 GEMVs with the high bits by
+// AVX512_VBMI (the default where the CPU has it) or by BMI2 pext
+// (NINFER_CPU_VBMI=0), and the q8 int8 VNNI body on offset-binary codes or
+// the sign-trick one (NINFER_CPU_Q8W=legacy). The oracle tests check the
+// default routes' values; this ties the older routes to them.
+func TestAVX512RoutesBitIdentical(t *testing.T) {
 	b, err := NewCPU(CPUOptions{Threads: 2, ISA: "avx512", AlwaysParallel: true})
 	if err != nil {
-		t.Fatal(err)
+		t.Skipf("no avx512 level: %v", err)
 	}
 	defer b.Close()
+	cases := []struct {
+		name, env, old string
+		has            func() bool
+		formats        []format.Format
+		acts           []string
+	}{
+		{"vbmi", "NINFER_CPU_VBMI", "0", VBMI, []format.Format{format.Q5G64, format.Q6G64}, []string{ActFP32, ActInt8}},
+		{"q8w", "NINFER_CPU_Q8W", "legacy", VNNI, []format.Format{format.Q8G32}, []string{ActInt8}},
+	}
 	streams := numtest.NewSource(t)
-	for _, f := range []format.Format{format.Q5G64, format.Q6G64} {
-		for _, k := range []int{1024, 330} { // whole groups; a partial group (its tail takes the generic route)
-			r := streams.Stream(string(f), fmt.Sprint(k))
-			const n = 29
-			p := randPacked(r, f, n, k)
-			w := prep(t, b, p)
-			for _, act := range []string{ActFP32, ActInt8} {
-				if err := b.SetActivations(act); err != nil {
-					t.Fatal(err)
-				}
-				for _, T := range []int{1, 2, 4, 5, 16} {
-					x := randn(r, T*k, 1)
-					xv, yv := put(t, b, x), put(t, b, make([]float32, T*n))
-					run := func(vbmi string) []float32 {
-						t.Setenv("NINFER_CPU_VBMI", vbmi)
-						b.MatMul(Dense(yv, T, n), Dense(xv, T, k), w, false)
-						return get(t, b, yv, T*n)
+	for _, c := range cases {
+		if !c.has() {
+			t.Logf("skipping %s: this CPU lacks the instructions of its new route", c.name)
+			continue
+		}
+		for _, f := range c.formats {
+			for _, k := range []int{1024, 330, 96} { // whole groups; a partial group; an odd number of q8 groups
+				r := streams.Stream(c.name, string(f), fmt.Sprint(k))
+				const n = 29
+				w := prep(t, b, randPacked(r, f, n, k))
+				for _, act := range c.acts {
+					if err := b.SetActivations(act); err != nil {
+						t.Fatal(err)
 					}
-					want, got := run("0"), run("")
-					for i := range want {
-						if got[i] != want[i] || math.IsNaN(float64(got[i])) {
-							t.Fatalf("%s/K=%d/%s/T=%d: y[%d] = %v with VBMI, %v with pext", f, k, act, T, i, got[i], want[i])
+					for _, T := range []int{1, 2, 4, 5, 16} {
+						x := randn(r, T*k, 1)
+						xv, yv := put(t, b, x), put(t, b, make([]float32, T*n))
+						run := func(v string) []float32 {
+							t.Setenv(c.env, v)
+							b.MatMul(Dense(yv, T, n), Dense(xv, T, k), w, false)
+							return get(t, b, yv, T*n)
+						}
+						want, got := run(c.old), run("")
+						for i := range want {
+							if got[i] != want[i] || math.IsNaN(float64(got[i])) {
+								t.Fatalf("%s/%s/K=%d/%s/T=%d: y[%d] = %v on the new route, %v on %s=%s", c.name, f, k, act, T, i, got[i], want[i], c.env, c.old)
+							}
 						}
 					}
 				}
