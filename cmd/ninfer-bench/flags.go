@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -42,10 +44,20 @@ func listError(c *cli.Context, long, value string, _ error) error {
 // countError words a bad count flag (-r, --warmup, --threads, ...) the
 // same way: CheckRange for an int64 beyond the range, else the shared
 // cliutil.NumberError (an integer too large for int64, or not an integer).
+// --prefill-chunk and --draft-tokens name their own ranges, the ones
+// bench.Params.Validate checks (validateError).
 func countError(c *cli.Context, long, value string, lo int64, _ error) error {
 	hi, note := int64(1<<32-1), ""
-	if long == "threads" {
+	switch long {
+	case "threads":
 		hi, note = cliutil.MaxThreads, "0 = all cores"
+	case "draft-tokens":
+		hi = bench.MaxMTPDraftTokens
+	case "prefill-chunk":
+		if isInt(value) {
+			return cliutil.OutOfRange(typed(c, long), value, bench.PrefillChunkWant)
+		}
+		return cliutil.NumberError(typed(c, long), value, bench.PrefillChunkWant)
 	}
 	if v, perr := strconv.ParseInt(value, 10, 64); perr == nil {
 		return cliutil.CheckRange(typed(c, long), v, lo, hi, note)
@@ -55,6 +67,23 @@ func countError(c *cli.Context, long, value string, lo int64, _ error) error {
 		want += "; " + note
 	}
 	return cliutil.NumberError(typed(c, long), value, want)
+}
+
+// isInt reports whether s is a decimal integer of any size.
+func isInt(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	return s != "" && strings.Trim(s, "0123456789") == ""
+}
+
+// validateError is a bench.Params.Validate error as a usage error: a value
+// out of range (bench.RangeError) in the shared words of cliutil.OutOfRange,
+// the flag named as typed; the reference's other messages as they are, less
+// the dflash/dflash2 backends ninfer does not offer.
+func validateError(c *cli.Context, err error) error {
+	if re := (bench.RangeError{}); errors.As(err, &re) {
+		return cliutil.OutOfRange(typed(c, re.Flag), re.Value, re.Want)
+	}
+	return cliutil.Usagef("%s", strings.Replace(err.Error(), "--spec mtp|dflash|dflash2", "--spec mtp", 1))
 }
 
 // checkBenchInputs runs the shared checks: --threads in range, the model

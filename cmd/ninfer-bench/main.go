@@ -171,7 +171,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env bench
 		fmt.Fprintf(stderr, "%s: %v; the output holds the reps measured so far\n", name, cause)
 		return cliutil.InterruptedStatus(cause)
 	}
-	msg := cliutil.UnknownFlagAsGiven(err.Error(), "unknown argument: ", args)
+	msg := cliutil.UnknownFlagAsGiven(cliutil.ErrorText(err), "unknown argument: ", args)
 	fmt.Fprintf(stderr, "%s: %s\n", name, cliutil.ErrorLine(msg))
 	var ue cliutil.UsageError
 	if errors.As(err, &ue) {
@@ -287,9 +287,7 @@ func params(c *cli.Context) (bench.Params, error) {
 		return p, err
 	}
 	if err := p.Validate(); err != nil {
-		// pkg/bench words it as the reference does, naming its
-		// dflash/dflash2 backends, which ninfer does not offer.
-		return p, cliutil.Usagef("%s", strings.Replace(err.Error(), "--spec mtp|dflash|dflash2", "--spec mtp", 1))
+		return p, validateError(c, err)
 	}
 	// A depth beyond an explicit --max-ctx is refused before anything is
 	// loaded; against the model's own limit, as soon as its header is read

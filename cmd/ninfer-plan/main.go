@@ -212,6 +212,24 @@ func resolveBackend(c *cli.Context) (b plan.Backend, note string, err error) {
 	}
 }
 
+// prefillChunkWant is the --prefill-chunk range in words, as ninfer-run
+// and ninfer-bench give it.
+const prefillChunkWant = "a positive multiple of 128"
+
+// prefillChunk parses a --prefill-chunk value (typed: the flag as the user
+// typed it): a positive multiple of 128, else the shared out-of-range usage
+// error, before plan.Options.Validate words it otherwise.
+func prefillChunk(s, typed string) (int64, error) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, cliutil.NumberError(typed, s, prefillChunkWant)
+	}
+	if n < 128 || n%128 != 0 {
+		return 0, cliutil.OutOfRange(typed, s, prefillChunkWant)
+	}
+	return n, nil
+}
+
 // options turns the flags into plan options; every error is a usage error.
 func options(c *cli.Context, stderr io.Writer) (o plan.Options, err error) {
 	args, _ := c.App.Metadata["args"].([]string) // flags as typed, for messages
@@ -278,7 +296,7 @@ func options(c *cli.Context, stderr io.Writer) (o plan.Options, err error) {
 			return o, err
 		}
 	}
-	if o.PrefillChunk, err = positive("prefill-chunk"); err != nil {
+	if o.PrefillChunk, err = prefillChunk(c.String("prefill-chunk"), cliutil.FlagAsGiven(args, "prefill-chunk")); err != nil {
 		return o, err
 	}
 	if c.IsSet("draft-tokens") {

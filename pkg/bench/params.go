@@ -189,15 +189,32 @@ func ParseBackend(s string) (string, error) {
 	return "", fmt.Errorf("invalid backend: %s (want auto, cpu or cuda)", s)
 }
 
+// PrefillChunkWant is the --prefill-chunk range in words.
+const PrefillChunkWant = "a positive multiple of 128"
+
+// RangeError is a flag value out of its range: "--FLAG VALUE: out of range
+// (want WANT)", the words of the tools' cliutil.OutOfRange. Flag is the long
+// name without dashes, so that a command line can name the flag as the
+// user typed it.
+type RangeError struct {
+	Flag  string // long name: "prefill-chunk"
+	Value string
+	Want  string // the valid range in words: "1..5"
+}
+
+func (e RangeError) Error() string {
+	return fmt.Sprintf("--%s %s: out of range (want %s)", e.Flag, e.Value, e.Want)
+}
+
 // Validate runs the reference's post-parse checks, in order: --weights is
-// present, the prefill chunk is a multiple of 128, and the speculative
-// options are consistent.
+// present, the prefill chunk is a positive multiple of 128, and the
+// speculative options are consistent. A value out of range is a RangeError.
 func (p *Params) Validate() error {
 	if p.Weights == "" {
 		return fmt.Errorf("--weights is required")
 	}
-	if p.PrefillChunk%128 != 0 {
-		return fmt.Errorf("--prefill-chunk must be a multiple of 128")
+	if p.PrefillChunk < 128 || p.PrefillChunk%128 != 0 {
+		return RangeError{"prefill-chunk", strconv.Itoa(p.PrefillChunk), PrefillChunkWant}
 	}
 	if p.Spec == "" {
 		p.Spec = SpecNone
@@ -208,8 +225,11 @@ func (p *Params) Validate() error {
 			return fmt.Errorf("--draft-tokens and --lm-head-draft require --spec mtp|dflash|dflash2")
 		}
 	case SpecMTP:
+		if p.DraftTokens == 0 {
+			return fmt.Errorf("--spec mtp requires --draft-tokens in [1,%d]", MaxMTPDraftTokens)
+		}
 		if p.DraftTokens < 1 || p.DraftTokens > MaxMTPDraftTokens {
-			return fmt.Errorf("--spec mtp requires --draft-tokens in [1,5]")
+			return RangeError{"draft-tokens", strconv.Itoa(p.DraftTokens), fmt.Sprintf("1..%d", MaxMTPDraftTokens)}
 		}
 	default:
 		return fmt.Errorf("invalid speculative backend: %s", p.Spec)

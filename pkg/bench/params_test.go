@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -145,13 +146,16 @@ func TestValidate(t *testing.T) {
 		{"no weights", base(func(p *Params) { p.Weights = "" }), "--weights is required"},
 		// weights is checked before the chunk alignment
 		{"order", base(func(p *Params) { p.Weights = ""; p.PrefillChunk = 100 }), "--weights is required"},
-		{"chunk", base(func(p *Params) { p.PrefillChunk = 100 }), "--prefill-chunk must be a multiple of 128"},
-		{"chunk before spec", base(func(p *Params) { p.PrefillChunk = 129; p.DraftTokens = 2 }), "--prefill-chunk must be a multiple of 128"},
+		{"chunk", base(func(p *Params) { p.PrefillChunk = 100 }), "--prefill-chunk 100: out of range (want a positive multiple of 128)"},
+		{"chunk 0", base(func(p *Params) { p.PrefillChunk = 0 }), "--prefill-chunk 0: out of range (want a positive multiple of 128)"},
+		{"chunk -128", base(func(p *Params) { p.PrefillChunk = -128 }), "--prefill-chunk -128: out of range (want a positive multiple of 128)"},
+		{"chunk before spec", base(func(p *Params) { p.PrefillChunk = 129; p.DraftTokens = 2 }), "--prefill-chunk 129: out of range (want a positive multiple of 128)"},
 		{"chunk 256", base(func(p *Params) { p.PrefillChunk = 256 }), ""},
 		{"k without spec", base(func(p *Params) { p.DraftTokens = 2 }), "--draft-tokens and --lm-head-draft require --spec mtp|dflash|dflash2"},
 		{"head without spec", base(func(p *Params) { p.LMHeadDraft = true }), "--draft-tokens and --lm-head-draft require --spec mtp|dflash|dflash2"},
 		{"mtp without k", base(func(p *Params) { p.Spec = SpecMTP }), "--spec mtp requires --draft-tokens in [1,5]"},
-		{"mtp k 6", base(func(p *Params) { p.Spec = SpecMTP; p.DraftTokens = 6 }), "--spec mtp requires --draft-tokens in [1,5]"},
+		{"mtp k 6", base(func(p *Params) { p.Spec = SpecMTP; p.DraftTokens = 6 }), "--draft-tokens 6: out of range (want 1..5)"},
+		{"mtp k -1", base(func(p *Params) { p.Spec = SpecMTP; p.DraftTokens = -1 }), "--draft-tokens -1: out of range (want 1..5)"},
 		{"mtp k 5 head", base(func(p *Params) { p.Spec = SpecMTP; p.DraftTokens = 5; p.LMHeadDraft = true }), ""},
 	}
 	for _, c := range cases {
@@ -162,6 +166,8 @@ func TestValidate(t *testing.T) {
 			}
 		} else if err == nil || err.Error() != c.wantErr {
 			t.Errorf("%s: error %v, want %q", c.name, err, c.wantErr)
+		} else if re := (RangeError{}); strings.Contains(c.wantErr, "out of range") != errors.As(err, &re) {
+			t.Errorf("%s: error %v: RangeError %v, want it for an out-of-range value only", c.name, err, errors.As(err, &re))
 		}
 	}
 }

@@ -62,7 +62,7 @@ func Run(app *cli.App, args []string, stderr io.Writer) int {
 	if err == nil || errors.Is(err, ErrVersionShown) {
 		return 0
 	}
-	msg := UnknownFlagAsGiven(err.Error(), "flag provided but not defined: ", args)
+	msg := UnknownFlagAsGiven(ErrorText(err), "flag provided but not defined: ", args)
 	fmt.Fprintf(stderr, "%s: %s\n", app.Name, ErrorLine(msg))
 	if errors.Is(err, ErrInterrupted) || errors.Is(err, context.Canceled) {
 		return InterruptedStatus(err)

@@ -1,6 +1,8 @@
 package cliutil
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -37,4 +39,26 @@ func ErrorLine(msg string) string {
 // WarningLine formats one "tool: warning: message" line the same way.
 func WarningLine(tool, msg string) string {
 	return tool + ": warning: " + ErrorLine(msg) + "\n"
+}
+
+// ErrorText is err's message for an error line, with the byte position (1
+// for the first byte) of a JSON decoding error in it when the message does
+// not give one: the encoding/json errors name the offending character or
+// type but not where, and the file may be megabytes long (a tokenizer.json,
+// a config.json, a model file given as JSON).
+func ErrorText(err error) string {
+	msg := err.Error()
+	var off int64 = -1
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		off = se.Offset
+	case errors.As(err, &te):
+		off = te.Offset
+	}
+	if off < 0 || strings.Contains(msg, fmt.Sprintf("byte %d", off)) {
+		return msg
+	}
+	return fmt.Sprintf("%s (at byte %d)", msg, off)
 }

@@ -85,13 +85,13 @@ func Open(path string) (_ *Dir, err error) {
 	cfgBytes, err := os.ReadFile(filepath.Join(path, ConfigFile))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("hfdir: %s: no %s (not a Hugging Face model directory?)", path, ConfigFile)
+			return nil, fmt.Errorf("hfdir: %s: no %s (not a Hugging Face model directory?)", termsafe.Path(path), ConfigFile)
 		}
-		return nil, fmt.Errorf("hfdir: %w", err)
+		return nil, pathError(filepath.Join(path, ConfigFile), err)
 	}
 	cfg, layout, defaults, err := qwen35.ParseHFConfigDefaults(cfgBytes)
 	if err != nil {
-		return nil, fmt.Errorf("hfdir: %s: %w", path, err)
+		return nil, fmt.Errorf("hfdir: %s: %w", termsafe.Path(path), err)
 	}
 	d := &Dir{Path: path, Config: cfg, Layout: layout, Defaults: defaults, index: map[string]entry{}}
 	defer func() {
@@ -137,17 +137,17 @@ func (d *Dir) readGenerationConfig() error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("hfdir: %w", err)
+		return pathError(p, err)
 	}
 	var gc struct {
 		EOS json.RawMessage `json:"eos_token_id"`
 	}
 	if err := json.Unmarshal(b, &gc); err != nil {
-		return fmt.Errorf("hfdir: %s: %w", p, err)
+		return fmt.Errorf("hfdir: %s: %w", termsafe.Path(p), err)
 	}
 	ids, err := parseIDs(gc.EOS)
 	if err != nil {
-		return fmt.Errorf("hfdir: %s: eos_token_id: %w", p, err)
+		return fmt.Errorf("hfdir: %s: eos_token_id: %w", termsafe.Path(p), err)
 	}
 	d.GenerationEOS = ids
 	return nil
@@ -177,14 +177,14 @@ func (d *Dir) openWeights() error {
 	case err == nil:
 		return d.openSharded(idxPath, idxBytes)
 	case !errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("hfdir: %w", err)
+		return pathError(idxPath, err)
 	}
 	single := filepath.Join(d.Path, SingleFile)
 	if _, err := os.Stat(single); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("hfdir: %s: neither %s nor %s exists", d.Path, SingleFile, IndexFile)
+			return fmt.Errorf("hfdir: %s: neither %s nor %s exists", termsafe.Path(d.Path), SingleFile, IndexFile)
 		}
-		return fmt.Errorf("hfdir: %w", err)
+		return pathError(single, err)
 	}
 	f, err := safetensors.Open(single)
 	if err != nil {
@@ -203,15 +203,15 @@ func (d *Dir) openSharded(idxPath string, idxBytes []byte) error {
 		WeightMap map[string]string `json:"weight_map"`
 	}
 	if err := json.Unmarshal(idxBytes, &idx); err != nil {
-		return fmt.Errorf("hfdir: %s: unparseable index: %w", idxPath, err)
+		return fmt.Errorf("hfdir: %s: unparseable index: %w", termsafe.Path(idxPath), err)
 	}
 	if len(idx.WeightMap) == 0 {
-		return fmt.Errorf("hfdir: %s: unparseable index: weight_map is missing or empty", idxPath)
+		return fmt.Errorf("hfdir: %s: unparseable index: weight_map is missing or empty", termsafe.Path(idxPath))
 	}
 	shardSet := map[string]bool{}
 	for name, shard := range idx.WeightMap {
 		if shard == "" || shard != filepath.Base(shard) || shard == "." || shard == ".." || strings.ContainsAny(shard, `/\`) {
-			return fmt.Errorf("hfdir: %s: tensor %s maps to invalid shard file name %s", idxPath, termsafe.Quote(name), termsafe.Quote(shard))
+			return fmt.Errorf("hfdir: %s: tensor %s maps to invalid shard file name %s", termsafe.Path(idxPath), termsafe.Quote(name), termsafe.Quote(shard))
 		}
 		shardSet[shard] = true
 	}
@@ -229,9 +229,9 @@ func (d *Dir) openSharded(idxPath string, idxBytes []byte) error {
 				err = pe.Err
 			}
 			if errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("hfdir: %s: shard %s listed in %s is missing", d.Path, termsafe.Quote(s), IndexFile)
+				return fmt.Errorf("hfdir: %s: shard %s listed in %s is missing", termsafe.Path(d.Path), termsafe.Quote(s), IndexFile)
 			}
-			return fmt.Errorf("hfdir: %s: shard %s listed in %s: %w", d.Path, termsafe.Quote(s), IndexFile, err)
+			return fmt.Errorf("hfdir: %s: shard %s listed in %s: %w", termsafe.Path(d.Path), termsafe.Quote(s), IndexFile, err)
 		}
 		f, err := safetensors.Open(p)
 		if err != nil {
@@ -240,7 +240,7 @@ func (d *Dir) openSharded(idxPath string, idxBytes []byte) error {
 		d.files = append(d.files, f)
 		for _, t := range f.Tensors() {
 			if prev, dup := owner[t.Name]; dup {
-				return fmt.Errorf("hfdir: %s: tensor %s is in both %s and %s", d.Path, termsafe.Quote(t.Name), termsafe.Quote(prev), termsafe.Quote(s))
+				return fmt.Errorf("hfdir: %s: tensor %s is in both %s and %s", termsafe.Path(d.Path), termsafe.Quote(t.Name), termsafe.Quote(prev), termsafe.Quote(s))
 			}
 			owner[t.Name] = s
 			d.index[t.Name] = entry{file: f, info: t}
@@ -254,9 +254,9 @@ func (d *Dir) openSharded(idxPath string, idxBytes []byte) error {
 	for _, n := range names {
 		if got := owner[n]; got != idx.WeightMap[n] {
 			if got == "" {
-				return fmt.Errorf("hfdir: %s: tensor %s listed in %s is not in shard %s", d.Path, termsafe.Quote(n), IndexFile, termsafe.Quote(idx.WeightMap[n]))
+				return fmt.Errorf("hfdir: %s: tensor %s listed in %s is not in shard %s", termsafe.Path(d.Path), termsafe.Quote(n), IndexFile, termsafe.Quote(idx.WeightMap[n]))
 			}
-			return fmt.Errorf("hfdir: %s: tensor %s is in shard %s, %s says %s", d.Path, termsafe.Quote(n), termsafe.Quote(got), IndexFile, termsafe.Quote(idx.WeightMap[n]))
+			return fmt.Errorf("hfdir: %s: tensor %s is in shard %s, %s says %s", termsafe.Path(d.Path), termsafe.Quote(n), termsafe.Quote(got), IndexFile, termsafe.Quote(idx.WeightMap[n]))
 		}
 	}
 	return nil
@@ -305,7 +305,7 @@ func (d *Dir) checkInventory() error {
 			more = fmt.Sprintf(" and %d more", k)
 		}
 		return fmt.Errorf("hfdir: %s: %d unknown checkpoint tensors (unsupported architecture variant?): %s%s",
-			d.Path, len(unknown), strings.Join(list, ", "), more)
+			termsafe.Path(d.Path), len(unknown), strings.Join(list, ", "), more)
 	}
 	return nil
 }
@@ -319,18 +319,19 @@ func (d *Dir) Tensor(spec qwen35.Tensor) (*Tensor, error) {
 	hf := qwen35.HFNameFor(spec.HFName, d.Layout)
 	e, ok := d.index[hf]
 	if !ok {
-		return nil, fmt.Errorf("hfdir: %s: tensor %s (checkpoint name %s) is missing", d.Path, spec.Name, hf)
+		return nil, fmt.Errorf("hfdir: %s: tensor %s (checkpoint name %s) is missing", termsafe.Path(d.Path), spec.Name, hf)
 	}
 	file := filepath.Base(e.file.Path())
+	shown := termsafe.Path(file) // a shard name from the index
 	if !supported(e.info.DType) {
-		return nil, fmt.Errorf("hfdir: %s: tensor %s has unsupported dtype %s (want BF16, F16 or F32)", file, hf, e.info.DType)
+		return nil, fmt.Errorf("hfdir: %s: tensor %s has unsupported dtype %s (want BF16, F16 or F32)", shown, hf, e.info.DType)
 	}
 	if !equalShape(e.info.Shape, spec.HFShape) {
-		return nil, fmt.Errorf("hfdir: %s: tensor %s has shape %v, expected %v (for %s)", file, hf, e.info.Shape, spec.HFShape, spec.Name)
+		return nil, fmt.Errorf("hfdir: %s: tensor %s has shape %v, expected %v (for %s)", shown, hf, e.info.Shape, spec.HFShape, spec.Name)
 	}
 	rows, cols := rowsCols(spec.Shape)
 	if rows*cols != safetensors.NumElements(e.info.Shape) {
-		return nil, fmt.Errorf("hfdir: %s: tensor %s: ninfer shape %v and checkpoint shape %v differ in size", file, hf, spec.Shape, e.info.Shape)
+		return nil, fmt.Errorf("hfdir: %s: tensor %s: ninfer shape %v and checkpoint shape %v differ in size", shown, hf, spec.Shape, e.info.Shape)
 	}
 	return &Tensor{Spec: spec, HFName: hf, File: file, DType: e.info.DType, HFShape: e.info.Shape,
 		rows: rows, cols: cols, data: e.file.Data(hf)}, nil
@@ -391,7 +392,18 @@ func (d *Dir) Resource(name string) ([]byte, error) {
 	}
 	b, err := os.ReadFile(filepath.Join(d.Path, name))
 	if err != nil {
-		return nil, fmt.Errorf("hfdir: resource: %w", err)
+		return nil, pathError(filepath.Join(d.Path, name), err)
 	}
 	return b, nil
+}
+
+// pathError is err about the file at path, path shown through
+// termsafe.Path: the *fs.PathError of the os package would repeat the path
+// raw (a directory name with control bytes, or thousands of bytes long).
+func pathError(path string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return fmt.Errorf("hfdir: %s: %w", termsafe.Path(path), err)
 }

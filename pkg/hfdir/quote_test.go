@@ -153,3 +153,87 @@ func TestOpenErrorsQuoteUntrustedNames(t *testing.T) {
 		inerttest.CheckError(t, err, in.want)
 	}
 }
+
+// TestOpenErrorsQuoteDirectory opens model directories whose own name holds
+// terminal escapes: every error line that names the directory (or a file in
+// it) shows it through termsafe.Path, escaped.
+func TestOpenErrorsQuoteDirectory(t *testing.T) {
+	const ctrlDir = "m\x1b[31mred\x07"
+	const ctrlDirQ = `m\x1b[31mred\a`
+	remove := func(name string) func(t *testing.T, dir string) {
+		return func(t *testing.T, dir string) {
+			if err := os.Remove(filepath.Join(dir, name)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	write := func(name, text string) func(t *testing.T, dir string) {
+		return func(t *testing.T, dir string) {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	unreadable := func(name string) func(t *testing.T, dir string) {
+		return func(t *testing.T, dir string) {
+			p := filepath.Join(dir, name)
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(p, 0o755); err != nil { // reading a directory fails
+				t.Fatal(err)
+			}
+		}
+	}
+	unknown := func(t *testing.T, dir string) {
+		rewrite(t, filepath.Join(dir, hfdir.SingleFile), func(ts []safetensors.NamedTensor) []safetensors.NamedTensor {
+			return append(ts, safetensors.NamedTensor{Name: "extra.weight", DType: safetensors.BF16, Shape: []int64{1}, Data: []byte{0, 0}})
+		})
+	}
+	sharded := func(o *testmodel.Options) { o.Shards = 2 }
+	cases := []struct {
+		name string
+		mut  func(*testmodel.Options)
+		edit func(t *testing.T, dir string)
+	}{
+		{"no_config", nil, remove(hfdir.ConfigFile)},
+		{"config_unreadable", nil, unreadable(hfdir.ConfigFile)},
+		{"config_bad", nil, write(hfdir.ConfigFile, `{"architectures": 1}`)},
+		{"no_weights", nil, remove(hfdir.SingleFile)},
+		{"generation_unparseable", nil, write(hfdir.GenerationFile, "{")},
+		{"generation_bad_eos", nil, write(hfdir.GenerationFile, `{"eos_token_id": "x"}`)},
+		{"generation_unreadable", nil, unreadable(hfdir.GenerationFile)},
+		{"index_unparseable", sharded, write(hfdir.IndexFile, "{")},
+		{"index_empty", sharded, write(hfdir.IndexFile, "{}")},
+		{"index_unreadable", sharded, unreadable(hfdir.IndexFile)},
+		{"missing_shard", sharded, remove("model-00002-of-00002.safetensors")},
+		{"unknown_tensor", nil, unknown},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src := gen(t, c.mut)
+			dir := filepath.Join(t.TempDir(), ctrlDir)
+			if err := os.Rename(src, dir); err != nil {
+				t.Fatal(err)
+			}
+			c.edit(t, dir)
+			d, err := hfdir.Open(dir)
+			if err == nil {
+				d.Close()
+			}
+			inerttest.CheckError(t, err, ctrlDirQ)
+		})
+	}
+	d := open(t, func() string {
+		dir := filepath.Join(t.TempDir(), ctrlDir)
+		if err := os.Rename(gen(t, nil), dir); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}())
+	if err := os.Remove(filepath.Join(d.Path, hfdir.TokenizerFile)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := d.Resource(hfdir.TokenizerFile)
+	inerttest.CheckError(t, err, ctrlDirQ)
+}

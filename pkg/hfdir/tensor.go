@@ -6,6 +6,7 @@ import (
 
 	"github.com/ninfer/ninfer/pkg/qwen35"
 	"github.com/ninfer/ninfer/pkg/safetensors"
+	"github.com/ninfer/ninfer/pkg/termsafe"
 )
 
 // Tensor is a validated view of one checkpoint tensor. It reads through the
@@ -71,7 +72,7 @@ func (t *Tensor) CheckFinite() error {
 	v := make([]float32, 1)
 	w := int64(t.DType.Bits() / 8)
 	_ = safetensors.DecodeF32(t.DType, t.data[i*w:(i+1)*w], v)
-	return fmt.Errorf("hfdir: tensor %s (%s): element %d (row %d, col %d) is %v", t.HFName, t.File, i, i/t.cols, i%t.cols, v[0])
+	return fmt.Errorf("hfdir: tensor %s (%s): element %d (row %d, col %d) is %v", t.HFName, termsafe.Path(t.File), i, i/t.cols, i%t.cols, v[0])
 }
 
 // CheckFiniteF32 fails on the first NaN or ±Inf in vals, naming the tensor
