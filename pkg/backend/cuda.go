@@ -42,12 +42,18 @@ type CUDA struct {
 	stBytes int64
 	stats   UploadStats
 	scratch *Buffer // the buffer holding the bound op scratch (nil: none bound)
+	// counts are the op counters (OpCounter); capBase is their reading at
+	// BeginCapture: the ops recorded during a capture do not run, so
+	// EndCapture moves them from counts to the graph.
+	counts  OpCounts
+	capBase OpCounts
 }
 
 var (
 	_ Backend       = (*CUDA)(nil)
 	_ Device        = (*CUDA)(nil)
 	_ OpScratchUser = (*CUDA)(nil)
+	_ OpCounter     = (*CUDA)(nil)
 )
 
 // DefaultStagingBytes is the pinned upload buffer of the CUDA backend.
@@ -68,9 +74,13 @@ func NewCUDA(o CUDAOptions) (*CUDA, error) {
 	if c.stBytes <= 0 {
 		c.stBytes = DefaultStagingBytes
 	}
-	c.ops.k = cudaKernels{ctx}
+	c.ops.k = cudaKernels{ctx, &c.counts}
 	return c, nil
 }
+
+// OpCounts returns the op counters (OpCounter): the ops queued since the
+// backend was opened and the weight bytes their matmuls read.
+func (c *CUDA) OpCounts() OpCounts { return c.counts }
 
 // Name reports "cuda" (or "cuda-simt" under the host harness).
 func (c *CUDA) Name() string {
@@ -289,7 +299,9 @@ func (c *CUDA) Zero(dst View, bytes int64) {
 	}
 	if err := c.ctx.Memset(p, 0, bytes); err != nil {
 		c.fail("zero", "%v", err)
+		return
 	}
+	c.counts.Launches++
 }
 
 // Copy copies bytes between views (ranges must not overlap).
@@ -306,7 +318,9 @@ func (c *CUDA) Copy(dst, src View, bytes int64) {
 	}
 	if err := c.ctx.D2D(d, s, bytes); err != nil {
 		c.fail("copy", "%v", err)
+		return
 	}
+	c.counts.Launches++
 }
 
 // PrepareWeight binds an [n,k] matrix stored in format f at v (device).
@@ -344,11 +358,22 @@ func (c *CUDA) PrepareWeight(name string, f format.Format, n, k int, v View, byt
 			return nil, fmt.Errorf("backend: weight %s: %w", name, err)
 		}
 	}
-	return &Weight{Name: name, Format: f, N: n, K: k, View: v, Bytes: bytes, prep: d, owner: &c.ops}, nil
+	return &Weight{Name: name, Format: f, N: n, K: k, View: v, Bytes: bytes, prep: &cudaWeight{d, bytes}, owner: &c.ops}, nil
 }
 
-// cudaKernels queues validated ops on the device.
-type cudaKernels struct{ ctx *cuda.Ctx }
+// cudaWeight is a weight's device descriptor with its payload size (the
+// bytes a matmul reads: OpCounts.WeightBytes).
+type cudaWeight struct {
+	w     *cuda.Weight
+	bytes int64
+}
+
+// cudaKernels queues validated ops on the device and counts them in the
+// backend's counters (one launch per op).
+type cudaKernels struct {
+	ctx *cuda.Ctx
+	n   *OpCounts
+}
 
 func gr(r rows) cuda.Rows { return cuda.Rows{P: r.p, T: r.t, H: r.h, D: r.d, LD: r.ld, HS: r.hs} }
 
@@ -361,49 +386,78 @@ func gkv(kv kvPlanes) cuda.KV {
 func (k cudaKernels) hostInt32(unsafe.Pointer) (int32, bool) { return 0, false }
 
 func (k cudaKernels) embed(w any, ids unsafe.Pointer, out rows) int {
-	k.ctx.Embed(w.(*cuda.Weight), ids, gr(out))
+	k.n.Launches++
+	k.ctx.Embed(w.(*cudaWeight).w, ids, gr(out))
 	return 0
 }
 func (k cudaKernels) matmul(w any, x, y rows, acc bool) {
-	k.ctx.Matmul(w.(*cuda.Weight), gr(x), gr(y), acc)
+	cw := w.(*cudaWeight)
+	k.n.Launches++
+	k.n.WeightBytes += cw.bytes
+	k.ctx.Matmul(cw.w, gr(x), gr(y), acc)
 }
 func (k cudaKernels) rmsnorm(x, y rows, w unsafe.Pointer, eps float32, zc bool) {
+	k.n.Launches++
 	k.ctx.RMSNorm(gr(x), gr(y), w, eps, zc)
 }
 func (k cudaKernels) gatedRMSNorm(o, z, y rows, w unsafe.Pointer, eps float32) {
+	k.n.Launches++
 	k.ctx.GatedRMSNorm(gr(o), gr(z), gr(y), w, eps)
 }
-func (k cudaKernels) l2norm(x, y rows, scale float32) { k.ctx.L2Norm(gr(x), gr(y), scale) }
+func (k cudaKernels) l2norm(x, y rows, scale float32) {
+	k.n.Launches++
+	k.ctx.L2Norm(gr(x), gr(y), scale)
+}
 func (k cudaKernels) rope(x rows, pos unsafe.Pointer, rot int, theta float64) {
+	k.n.Launches++
 	k.ctx.RoPE(gr(x), pos, rot, theta)
 }
-func (k cudaKernels) sigmoidMul(x, g, y rows)           { k.ctx.SigmoidMul(gr(x), gr(g), gr(y)) }
-func (k cudaKernels) swiglu(g, u, y rows)               { k.ctx.SwiGLU(gr(g), gr(u), gr(y)) }
-func (k cudaKernels) add(a, b, y rows)                  { k.ctx.Add(gr(a), gr(b), gr(y)) }
-func (k cudaKernels) argmax(x rows, out unsafe.Pointer) { k.ctx.Argmax(gr(x), out) }
+func (k cudaKernels) sigmoidMul(x, g, y rows) {
+	k.n.Launches++
+	k.ctx.SigmoidMul(gr(x), gr(g), gr(y))
+}
+func (k cudaKernels) swiglu(g, u, y rows) {
+	k.n.Launches++
+	k.ctx.SwiGLU(gr(g), gr(u), gr(y))
+}
+func (k cudaKernels) add(a, b, y rows) {
+	k.n.Launches++
+	k.ctx.Add(gr(a), gr(b), gr(y))
+}
+func (k cudaKernels) argmax(x rows, out unsafe.Pointer) {
+	k.n.Launches++
+	k.ctx.Argmax(gr(x), out)
+}
 func (k cudaKernels) gdnGate(a, b rows, aLog, dtBias unsafe.Pointer, g, beta rows) {
+	k.n.Launches++
 	k.ctx.GDNGate(gr(a), gr(b), aLog, dtBias, gr(g), gr(beta))
 }
 func (k cudaKernels) conv1d(x, y rows, w unsafe.Pointer, kw int, state unsafe.Pointer, bf16 bool, slotStride int64, slots int, inSlot unsafe.Pointer, outSlot int) {
+	k.n.Launches++
 	k.ctx.Conv1DSiLU(gr(x), gr(y), w, kw, state, bf16, slotStride, slots, inSlot, outSlot)
 }
 func (k cudaKernels) deltaRecurrent(q, kk, v, g, beta rows, state unsafe.Pointer, slotStride int64, slots int, inSlot unsafe.Pointer, outSlot int, o rows) {
+	k.n.Launches++
 	k.ctx.DeltaRecurrent(gr(q), gr(kk), gr(v), gr(g), gr(beta), state, slotStride, slots, inSlot, outSlot, gr(o))
 }
 func (k cudaKernels) deltaChunked(q, kk, v, g, beta rows, state unsafe.Pointer, slotStride int64, slots int, inSlot unsafe.Pointer, outSlot int, o rows) {
+	k.n.Launches++
 	k.ctx.DeltaChunked(gr(q), gr(kk), gr(v), gr(g), gr(beta), state, slotStride, slots, inSlot, outSlot, gr(o))
 }
 func (k cudaKernels) kvAppend(kv kvPlanes, kk, v rows, pos unsafe.Pointer) int {
+	k.n.Launches++
 	k.ctx.KVAppend(gkv(kv), gr(kk), gr(v), pos)
 	return 0
 }
 func (k cudaKernels) attention(q rows, kv kvPlanes, pos unsafe.Pointer, scale float32, out rows) int {
+	k.n.Launches++
 	k.ctx.Attention(gr(q), gkv(kv), pos, scale, gr(out))
 	return 0
 }
 
 func (k cudaKernels) sample(x rows, out, counts, seen unsafe.Pointer, cfg sampleCfg, rngPos unsafe.Pointer) {
 	// top_k ≥ vocab is "off" on both sides; clamping keeps it in int32.
+	k.n.Launches++
 	k.ctx.Sample(gr(x), out, counts, seen, cuda.SampleConfig{Temperature: cfg.Temperature, TopP: cfg.TopP, MinP: cfg.MinP,
 		Presence: cfg.PresencePenalty, Frequency: cfg.FrequencyPenalty, Repetition: cfg.RepetitionPenalty,
 		TopK: min(cfg.TopK, x.d), Seed: cfg.Seed}, rngPos)

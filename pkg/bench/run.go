@@ -211,7 +211,17 @@ func open(p Params, env Env, tests []Test) (s *session, err error) {
 			return s, fmt.Errorf("%s: %w", termsafe.Path(p.Weights), err)
 		}
 		s.closers = append(s.closers, mseq.Close)
-		dec, err := spec.NewDecoder(mseq, mseq, spec.Options{K: p.DraftTokens, IgnoreEOS: true, Proposal: p.LMHeadDraft})
+		// On a backend that counts its ops, the decoder's clock also reads
+		// the counters and the target and drafter tell it the lap's phase
+		// (spec_counts, spectiming_counts.go); elsewhere it is unchanged.
+		var target spec.Target = mseq
+		var drafter spec.Drafter = mseq
+		o := spec.Options{K: p.DraftTokens, IgnoreEOS: true, Proposal: p.LMHeadDraft}
+		if sc := newSpecCounter(be); sc != nil {
+			target, drafter, o.Now = countedTarget{mseq, sc}, countedDrafter{mseq, sc}, sc.now
+			s.reps.counts = sc
+		}
+		dec, err := spec.NewDecoder(target, drafter, o)
 		if err != nil {
 			return s, fmt.Errorf("%s: %w", termsafe.Path(p.Weights), err)
 		}
@@ -315,6 +325,9 @@ func runTest(ctx context.Context, p Params, env Env, s *session, ti int, t Test,
 			NDepth: int64(t.NDepth), RepIndex: int64(i - p.Warmup), Rep: benchfmt.NewRep(t.Kind, int64(t.NGen), tm, sp)}
 		if s.reps.dec != nil { // the MTP round breakdown (spec_timing)
 			line.Rep.SpecTiming = specTiming(t, s.reps.dec.Breakdown(), p.DraftTokens, s.reps.probeSteps, s.reps.probe, line.Rep)
+			if s.reps.counts != nil { // and its work counts (spec_counts)
+				line.Rep.SpecCounts = s.reps.counts.counts(t, s.reps.dec.Breakdown(), p.DraftTokens, line.Rep)
+			}
 		}
 		if err := sink.Rep(line); err != nil {
 			return err
@@ -404,6 +417,9 @@ type repRunner struct {
 	// The plain probe of the last spec rep (spectiming.go).
 	probeSteps int
 	probe      time.Duration
+	// counts are the op counts of the spec reps (spec_counts), nil on a
+	// backend that does not count its ops.
+	counts *specCounter
 	// last is the last logits row of the last rep (plain reps and the
 	// spec reps' plain probe): checkFinite looks at it (finite.go).
 	last []float32
@@ -482,6 +498,9 @@ func (r *repRunner) specRep(t Test) (benchfmt.Timings, benchfmt.Spec, error) {
 	r.prompt = append(r.prompt[:0], r.corpus[t.NDepth:t.NDepth+t.PromptTokens()]...)
 	t1 := r.now()
 	want := t.RequestedOutputTokens()
+	if r.counts != nil {
+		r.counts.begin()
+	}
 	out, st, err := r.dec.Generate(r.prompt, want, nil)
 	if err != nil {
 		return benchfmt.Timings{}, benchfmt.Spec{}, err

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ninfer/ninfer/pkg/backend"
 	"github.com/ninfer/ninfer/pkg/benchfmt"
 	"github.com/ninfer/ninfer/pkg/spec"
 )
@@ -37,6 +38,10 @@ func (r *repRunner) plainProbe(t Test) (int, time.Duration, error) {
 		return 0, 0, fmt.Errorf("plain probe prefill: %w", err)
 	}
 	tok := argmax(logits)
+	var c0 backend.OpCounts
+	if r.counts != nil { // the op counts of the same steps (spec_counts)
+		c0 = r.counts.read()
+	}
 	start := time.Now()
 	for i := 0; i < n; i++ {
 		if logits, err = s.Decode(tok); err != nil {
@@ -45,6 +50,9 @@ func (r *repRunner) plainProbe(t Test) (int, time.Duration, error) {
 		tok = argmax(logits)
 	}
 	d := time.Since(start)
+	if r.counts != nil {
+		r.counts.plainSteps, r.counts.plain = n, work(r.counts.read().Sub(c0))
+	}
 	r.last = logits
 	return n, d, nil
 }

@@ -427,6 +427,7 @@ func (d *decoder) rep(o obj) Rep {
 		Timings:               d.timings(o.sub("timings")),
 		Speculative:           d.spec(o.sub("speculative")),
 		SpecTiming:            d.specTiming(o),
+		SpecCounts:            d.specCounts(o),
 	}
 }
 

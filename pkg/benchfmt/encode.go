@@ -286,6 +286,7 @@ func (e *emitter) repBody(r Rep) {
 	e.timings("timings", r.Timings)
 	e.spec("speculative", r.Speculative)
 	e.specTiming(r.SpecTiming)
+	e.specCounts(r.SpecCounts)
 }
 
 func (e *emitter) test(t Test) {

@@ -191,6 +191,7 @@ type Rep struct {
 	Timings               Timings
 	Speculative           Spec
 	SpecTiming            *SpecTiming // MTP round breakdown (ninfer extension); nil = absent
+	SpecCounts            *SpecCounts // its work counts on a counting backend (ninfer extension); nil = absent
 }
 
 // Timings are a rep's wall times in seconds.

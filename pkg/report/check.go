@@ -179,6 +179,7 @@ func (res *CheckResult) checkTest(p string, t *benchfmt.Test) {
 		res.optInt(rp+".decode_engine_tokens", r.DecodeEngineTokens, eng)
 		res.checkSpec(rp+".speculative", r.Speculative, r.Speculative.WithDerived())
 		res.checkSpecTiming(rp+".spec_timing", r.SpecTiming, RepSpecTiming(r, t.Kind, t.NGen))
+		res.checkSpecCounts(rp+".spec_counts", r)
 		if len(r.Speculative.AcceptedPerPosition) > 0 {
 			var sum int64
 			for _, n := range r.Speculative.AcceptedPerPosition {
