@@ -104,12 +104,13 @@ func loadTokenizer(c *cli.Context) (*tokenizer.Tokenizer, error) {
 			return nil, fmt.Errorf("--tokenizer: %w", err)
 		}
 		var tc []byte
-		if b, err := os.ReadFile(filepath.Join(filepath.Dir(p), "tokenizer_config.json")); err == nil {
+		cfg := filepath.Join(filepath.Dir(p), "tokenizer_config.json")
+		if b, err := os.ReadFile(cfg); err == nil {
 			tc = b
 		}
 		tok, err := tokenizer.Load(tj, tc)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p, err)
+			return nil, namedFileError(err, p, cfg)
 		}
 		return tok, nil
 	}
@@ -129,6 +130,25 @@ func loadTokenizer(c *cli.Context) (*tokenizer.Tokenizer, error) {
 		return nil, fmt.Errorf("%s: %w", p, err)
 	}
 	return tok, nil
+}
+
+// namedFileError names the file of a tokenizer.Load error by the path it
+// was read from: Load has only the bytes and names the file at fault by its
+// usual name (tokenizer.FileError: "tokenizer.json", "tokenizer_config.json"),
+// right inside an artifact ("M.ninfer: tokenizer.json: …"); for
+// --tokenizer PATH it is PATH, or CFG, the tokenizer_config.json read beside
+// it. The wrapped error stays reachable (a *json.SyntaxError in it still
+// gives cliutil.ErrorText its byte position).
+func namedFileError(err error, path, cfg string) error {
+	var fe *tokenizer.FileError
+	if !errors.As(err, &fe) {
+		return fmt.Errorf("%s: %w", termsafe.Path(path), err)
+	}
+	named := path
+	if fe.File == "tokenizer_config.json" {
+		named = cfg
+	}
+	return fmt.Errorf("%s: %w", termsafe.Path(named), fe.Err)
 }
 
 func checkUsage(c *cli.Context) error {

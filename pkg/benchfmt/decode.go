@@ -1,12 +1,15 @@
 package benchfmt
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/big"
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/ninfer/ninfer/pkg/termsafe"
 	"github.com/tidwall/gjson"
@@ -462,6 +465,45 @@ func (d *decoder) test(o obj) Test {
 	return t
 }
 
+// excerptBytes is how much of a text that is not JSON the error quotes:
+// its first bytes, at most 4 bytes of message each once escaped, so that
+// the message stays short however long or binary the text is.
+const excerptBytes = 16
+
+// notJSON is the error for text (a stream line, a document) that gjson
+// does not take as JSON: where decoding failed, as encoding/json's syntax
+// error says it (the byte position, 1 for the first byte, of the text's
+// length, and what was found there), and the text's first bytes quoted
+// (termsafe.Quote: control bytes and invalid UTF-8 escaped), so that a
+// binary file or a megabyte line of terminal escapes gives one short inert
+// line: `not valid JSON at byte 1 of 5242880: invalid character '\x1b'
+// looking for beginning of value; starts "\x1b[2Jx\x1b[2Jx\x1b[2Jx\x1b"…`.
+func notJSON(data string) error {
+	msg := "not valid JSON"
+	var se *json.SyntaxError
+	if err := json.Unmarshal([]byte(data), new(json.RawMessage)); errors.As(err, &se) {
+		msg = fmt.Sprintf("%s at byte %d of %d: %s", msg, se.Offset, len(data), se.Error())
+	}
+	return fmt.Errorf("%s; starts %s", msg, excerpt(data, excerptBytes))
+}
+
+// excerpt is s quoted (termsafe.Quote), cut after at most n bytes on a
+// character boundary with "…" after it when that is not all of s.
+func excerpt(s string, n int) string {
+	i := 0
+	for i < len(s) {
+		_, size := utf8.DecodeRuneInString(s[i:]) // an invalid byte is 1
+		if i+size > n {
+			break
+		}
+		i += size
+	}
+	if i == len(s) {
+		return termsafe.Quote(s)
+	}
+	return termsafe.Quote(s[:i]) + "…"
+}
+
 // IsDocument reports whether data looks like a schema report document: a
 // JSON object with a top-level schema_version and no "type" key (stream
 // lines always carry "type").
@@ -476,7 +518,7 @@ func IsDocument(data []byte) bool {
 // DecodeDocument parses a schema-15 document. Errors name the JSON path.
 func DecodeDocument(data []byte) (Document, error) {
 	if !gjson.ValidBytes(data) {
-		return Document{}, fmt.Errorf("not valid JSON")
+		return Document{}, notJSON(string(data))
 	}
 	d := &decoder{}
 	o := d.object("", gjson.ParseBytes(data))
@@ -516,7 +558,7 @@ func ParseLine(data []byte) (Line, error) { return ParseLineString(string(data))
 // ParseLineString is ParseLine on a string (no copy of the text).
 func ParseLineString(data string) (Line, error) {
 	if !gjson.Valid(data) {
-		return Line{}, fmt.Errorf("not valid JSON")
+		return Line{}, notJSON(data)
 	}
 	d := getDecoder()
 	defer putDecoder(d)

@@ -182,7 +182,8 @@ func (o Options) withDefaults() (Options, error) {
 		o.PrefillChunk = defaultPrefillChunk
 	}
 	if o.PrefillChunk < 0 || o.PrefillChunk%128 != 0 {
-		return o, fmt.Errorf("--prefill-chunk must be a multiple of 128 (got %d)", o.PrefillChunk)
+		// the tools' own check (cliutil.OutOfRange) says the same words
+		return o, fmt.Errorf("--prefill-chunk %d: out of range (want a positive multiple of 128)", o.PrefillChunk)
 	}
 	if o.MaxConcurrency == 0 {
 		o.MaxConcurrency = 1

@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -70,37 +71,37 @@ type configFileJSON struct {
 func Load(tokenizerJSON []byte, tokenizerConfigJSON []byte) (*Tokenizer, error) {
 	var f fileJSON
 	if err := json.Unmarshal(tokenizerJSON, &f); err != nil {
-		return nil, fmt.Errorf("tokenizer.json: %w", err)
+		return nil, &FileError{File: "tokenizer.json", Err: err}
 	}
 	if f.Model == nil {
-		return nil, fmt.Errorf("tokenizer.json: missing model")
+		return nil, &FileError{File: "tokenizer.json", Err: errors.New("missing model")}
 	}
 	initBMPClass()
 	t := &Tokenizer{cache: newWordCache(wordCacheEntries)}
 	if err := t.loadModel(f.Model); err != nil {
-		return nil, fmt.Errorf("tokenizer.json: model: %w", err)
+		return nil, &FileError{File: "tokenizer.json", Err: fmt.Errorf("model: %w", err)}
 	}
 	if err := t.loadNormalizer(f.Normalizer); err != nil {
-		return nil, fmt.Errorf("tokenizer.json: normalizer: %w", err)
+		return nil, &FileError{File: "tokenizer.json", Err: fmt.Errorf("normalizer: %w", err)}
 	}
 	if err := t.loadPreTokenizer(f.PreTokenizer); err != nil {
-		return nil, fmt.Errorf("tokenizer.json: pre_tokenizer: %w", err)
+		return nil, &FileError{File: "tokenizer.json", Err: fmt.Errorf("pre_tokenizer: %w", err)}
 	}
 	if err := checkDecoder(f.Decoder); err != nil {
-		return nil, fmt.Errorf("tokenizer.json: decoder: %w", err)
+		return nil, &FileError{File: "tokenizer.json", Err: fmt.Errorf("decoder: %w", err)}
 	}
 
 	added := make([]addedToken, 0, len(f.AddedTokens))
 	for i, a := range f.AddedTokens {
 		if a.ID == nil {
-			return nil, fmt.Errorf("tokenizer.json: added_tokens[%d] (%s): missing id", i, termsafe.Quote(a.Content))
+			return nil, &FileError{File: "tokenizer.json", Err: fmt.Errorf("added_tokens[%d] (%s): missing id", i, termsafe.Quote(a.Content))}
 		}
 		at, err := a.toAdded(*a.ID)
 		if err == nil {
 			err = checkIDSpan(int64(at.ID), len(t.vocab)+len(f.AddedTokens))
 		}
 		if err != nil {
-			return nil, fmt.Errorf("tokenizer.json: added_tokens[%d]: %w", i, err)
+			return nil, &FileError{File: "tokenizer.json", Err: fmt.Errorf("added_tokens[%d]: %w", i, err)}
 		}
 		added = append(added, at)
 	}
@@ -108,7 +109,7 @@ func Load(tokenizerJSON []byte, tokenizerConfigJSON []byte) (*Tokenizer, error) 
 	var cfg configFileJSON
 	if len(tokenizerConfigJSON) > 0 {
 		if err := json.Unmarshal(tokenizerConfigJSON, &cfg); err != nil {
-			return nil, fmt.Errorf("tokenizer_config.json: %w", err)
+			return nil, &FileError{File: "tokenizer_config.json", Err: err}
 		}
 		keys := make([]string, 0, len(cfg.AddedTokensDecoder))
 		for k := range cfg.AddedTokensDecoder {
@@ -122,18 +123,18 @@ func Load(tokenizerJSON []byte, tokenizerConfigJSON []byte) (*Tokenizer, error) 
 		for _, k := range keys {
 			id, err := strconv.ParseInt(k, 10, 32)
 			if err != nil {
-				return nil, fmt.Errorf("tokenizer_config.json: added_tokens_decoder key %s is not an id", termsafe.Quote(k))
+				return nil, &FileError{File: "tokenizer_config.json", Err: fmt.Errorf("added_tokens_decoder key %s is not an id", termsafe.Quote(k))}
 			}
 			at, err := cfg.AddedTokensDecoder[k].toAdded(id)
 			if err == nil {
 				err = checkIDSpan(int64(at.ID), len(t.vocab)+len(added)+len(keys))
 			}
 			if err != nil {
-				return nil, fmt.Errorf("tokenizer_config.json: added_tokens_decoder[%s]: %w", k, err)
+				return nil, &FileError{File: "tokenizer_config.json", Err: fmt.Errorf("added_tokens_decoder[%s]: %w", k, err)}
 			}
 			if i, ok := byID[at.ID]; ok {
 				if added[i].Content != at.Content {
-					return nil, fmt.Errorf("tokenizer_config.json: added_tokens_decoder[%s] is %s but tokenizer.json has %s for that id", k, termsafe.Quote(at.Content), termsafe.Quote(added[i].Content))
+					return nil, &FileError{File: "tokenizer_config.json", Err: fmt.Errorf("added_tokens_decoder[%s] is %s but tokenizer.json has %s for that id", k, termsafe.Quote(at.Content), termsafe.Quote(added[i].Content))}
 				}
 				continue
 			}
@@ -142,16 +143,16 @@ func Load(tokenizerJSON []byte, tokenizerConfigJSON []byte) (*Tokenizer, error) 
 		}
 	}
 	if err := t.setAdded(added); err != nil {
-		return nil, fmt.Errorf("tokenizer.json: added_tokens: %w", err) // a duplicate id: config entries never are
+		return nil, &FileError{File: "tokenizer.json", Err: fmt.Errorf("added_tokens: %w", err)} // a duplicate id: config entries never are
 	}
 	if len(cfg.EOSToken) > 0 && string(cfg.EOSToken) != "null" {
 		name, err := tokenContent(cfg.EOSToken)
 		if err != nil {
-			return nil, fmt.Errorf("tokenizer_config.json: eos_token: %w", err)
+			return nil, &FileError{File: "tokenizer_config.json", Err: fmt.Errorf("eos_token: %w", err)}
 		}
 		id, ok := t.TokenID(name)
 		if !ok {
-			return nil, fmt.Errorf("tokenizer_config.json: eos_token %s is not in the vocabulary", termsafe.Quote(name))
+			return nil, &FileError{File: "tokenizer_config.json", Err: fmt.Errorf("eos_token %s is not in the vocabulary", termsafe.Quote(name))}
 		}
 		t.eos = []int32{id}
 	}
@@ -461,3 +462,15 @@ func checkDecoder(raw json.RawMessage) error {
 	}
 	return nil
 }
+
+// FileError is a Load error in one of its two inputs, named by the usual
+// file name (tokenizer.json, tokenizer_config.json): Load has only the
+// bytes, so a caller that read them from a path can name the path instead
+// (errors.As).
+type FileError struct {
+	File string // "tokenizer.json" or "tokenizer_config.json"
+	Err  error
+}
+
+func (e *FileError) Error() string { return e.File + ": " + e.Err.Error() }
+func (e *FileError) Unwrap() error { return e.Err }
