@@ -655,7 +655,9 @@ AVX2 void ni_q8p_groups_multi_avx2(int bits, const uint8_t *base, const uint8_t 
         }                                                                                                             \
     }
 
-#define NI_Q8P_512_BODY(DOT)                                                                                          \
+/* The group loop of the permuted int8 bodies: STEP(g, acc) per group, two
+ * FMA chains (even and odd groups), then the 16-lane sums. */
+#define NI_Q8P_GROUPS(STEP)                                                                                           \
     const int64_t hb = bits == 5 ? 8 : bits == 6 ? 16 : 0;                                                            \
     const __m256i m4 = _mm256_set1_epi8(0x0f);                                                                        \
     const __m512i sg = _mm512_set1_epi8((char)(1 << (bits - 1)));                                                     \
@@ -663,11 +665,15 @@ AVX2 void ni_q8p_groups_multi_avx2(int bits, const uint8_t *base, const uint8_t 
     for (int j = 0; j < NT; j++) acc0[j] = acc1[j] = _mm512_setzero_ps();                                             \
     int64_t g2 = 0;                                                                                                   \
     for (; g2 + 2 <= ngroups; g2 += 2) {                                                                              \
-        NI_Q8P_512_STEP(DOT, g2, acc0)                                                                                \
-        NI_Q8P_512_STEP(DOT, g2 + 1, acc1)                                                                            \
+        STEP(g2, acc0)                                                                                                \
+        STEP(g2 + 1, acc1)                                                                                            \
     }                                                                                                                 \
-    if (g2 < ngroups) NI_Q8P_512_STEP(DOT, g2, acc0)                                                                  \
+    if (g2 < ngroups) STEP(g2, acc0)                                                                                  \
     for (int j = 0; j < NT; j++) out[j] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[j], acc1[j]));
+
+/* AVX-512 BW (no VNNI): the sign trick and maddubs + madd. */
+#define NI_Q8P_BW_STEP(G, ACC)                                                                                        \
+    NI_Q8P_512_STEP(_mm512_madd_epi16(_mm512_maddubs_epi16(aw, sx), _mm512_set1_epi16(1)), G, ACC)
 
 #define NI_Q8P_HIGH NI_Q8P_HIGH_PEXT
 AVX512Q8P static inline __attribute__((always_inline)) void q8p_512_nt(const int bits, const uint8_t *base,
@@ -675,7 +681,7 @@ AVX512Q8P static inline __attribute__((always_inline)) void q8p_512_nt(const int
                                                                    int64_t ngroups, const int8_t *xq, int64_t ldq,
                                                                    const float *xe, int64_t lde, const int NT,
                                                                    float *out) {
-    NI_Q8P_512_BODY(_mm512_madd_epi16(_mm512_maddubs_epi16(aw, sx), _mm512_set1_epi16(1)))
+    NI_Q8P_GROUPS(NI_Q8P_BW_STEP)
 }
 
 #undef NI_Q8P_HIGH
@@ -704,25 +710,11 @@ AVX512Q8P static inline __attribute__((always_inline)) void q8p_512_nt(const int
         }                                                                                                             \
     }
 
-#define NI_Q8PU_BODY                                                                                                  \
-    const int64_t hb = bits == 5 ? 8 : bits == 6 ? 16 : 0;                                                            \
-    const __m256i m4 = _mm256_set1_epi8(0x0f);                                                                        \
-    const __m512i sg = _mm512_set1_epi8((char)(1 << (bits - 1)));                                                     \
-    __m512 acc0[NI_MT_MAX], acc1[NI_MT_MAX]; /* two FMA chains: even and odd groups */                                \
-    for (int j = 0; j < NT; j++) acc0[j] = acc1[j] = _mm512_setzero_ps();                                             \
-    int64_t g2 = 0;                                                                                                   \
-    for (; g2 + 2 <= ngroups; g2 += 2) {                                                                              \
-        NI_Q8PU_STEP(g2, acc0)                                                                                        \
-        NI_Q8PU_STEP(g2 + 1, acc1)                                                                                    \
-    }                                                                                                                 \
-    if (g2 < ngroups) NI_Q8PU_STEP(g2, acc0)                                                                          \
-    for (int j = 0; j < NT; j++) out[j] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[j], acc1[j]));
-
 #define NI_Q8P_HIGH NI_Q8P_HIGH_PEXT
 AVX512VNNIP static inline __attribute__((always_inline)) void q8p_vnni_nt(
     const int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales, int64_t ngroups, const int8_t *xq,
     int64_t ldq, const int32_t *xo, int64_t ldo, const float *xe, int64_t lde, const int NT, float *out) {
-    NI_Q8PU_BODY
+    NI_Q8P_GROUPS(NI_Q8PU_STEP)
 }
 #undef NI_Q8P_HIGH
 
@@ -730,7 +722,7 @@ AVX512VNNIP static inline __attribute__((always_inline)) void q8p_vnni_nt(
 AVX512VNNIVBMIP static inline __attribute__((always_inline)) void q8p_vnni_vbmi_nt(
     const int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales, int64_t ngroups, const int8_t *xq,
     int64_t ldq, const int32_t *xo, int64_t ldo, const float *xe, int64_t lde, const int NT, float *out) {
-    NI_Q8PU_BODY
+    NI_Q8P_GROUPS(NI_Q8PU_STEP)
 }
 #undef NI_Q8P_HIGH
 

@@ -2,7 +2,6 @@ package benchfmt
 
 import (
 	"fmt"
-	"strconv"
 
 	"github.com/tidwall/gjson"
 )
@@ -147,13 +146,7 @@ func (e *emitter) specCounts(v *SpecCounts) {
 	e.open('{', false, false)
 	e.i64("plain_steps", v.PlainSteps)
 	e.opWork("plain", v.Plain)
-	e.key("verify_passes_by_width")
-	e.open('[', false, false)
-	for _, n := range v.VerifyPassesByWidth {
-		e.member()
-		e.buf = strconv.AppendInt(e.buf, n, 10)
-	}
-	e.close(']')
+	e.i64Array("verify_passes_by_width", v.VerifyPassesByWidth)
 	e.key("verify_by_width")
 	e.open('[', false, false)
 	for _, w := range v.VerifyByWidth {
@@ -212,14 +205,7 @@ func (d *decoder) specCounts(parent obj) *SpecCounts {
 	}
 	o := parent.sub("spec_counts")
 	s := &SpecCounts{PlainSteps: o.i64("plain_steps"), Plain: d.opWork(o.sub("plain"))}
-	s.VerifyPassesByWidth = []int64{}
-	for i, x := range o.array("verify_passes_by_width") {
-		n, err := strconv.ParseInt(x.Raw, 10, 64)
-		if x.Type != gjson.Number || err != nil {
-			d.fail(fmt.Sprintf("%s[%d]", join(o.path, "verify_passes_by_width"), i), "want integer, got %s", rawOrType(x))
-		}
-		s.VerifyPassesByWidth = append(s.VerifyPassesByWidth, n)
-	}
+	s.VerifyPassesByWidth = d.i64Array(o, "verify_passes_by_width")
 	s.VerifyByWidth = []OpWork{}
 	for i, x := range o.array("verify_by_width") {
 		s.VerifyByWidth = append(s.VerifyByWidth, d.opWork(d.object(fmt.Sprintf("%s[%d]", join(o.path, "verify_by_width"), i), x)))

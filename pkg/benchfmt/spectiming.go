@@ -112,13 +112,7 @@ func (e *emitter) specTiming(v *SpecTiming) {
 	e.open('{', false, false)
 	e.i64("plain_steps", v.PlainSteps)
 	e.f64("plain_seconds", v.PlainSeconds)
-	e.key("verify_passes_by_width")
-	e.open('[', false, false)
-	for _, n := range v.VerifyPassesByWidth {
-		e.member()
-		e.buf = strconv.AppendInt(e.buf, n, 10)
-	}
-	e.close(']')
+	e.i64Array("verify_passes_by_width", v.VerifyPassesByWidth)
 	e.key("verify_seconds_by_width")
 	e.open('[', false, false)
 	for _, x := range v.VerifySecondsByWidth {
@@ -149,14 +143,7 @@ func (d *decoder) specTiming(parent obj) *SpecTiming {
 		PlainSteps:   o.i64("plain_steps"),
 		PlainSeconds: o.f64("plain_seconds"),
 	}
-	s.VerifyPassesByWidth = []int64{}
-	for i, x := range o.array("verify_passes_by_width") {
-		n, err := strconv.ParseInt(x.Raw, 10, 64)
-		if x.Type != gjson.Number || err != nil {
-			d.fail(fmt.Sprintf("%s[%d]", join(o.path, "verify_passes_by_width"), i), "want integer, got %s", rawOrType(x))
-		}
-		s.VerifyPassesByWidth = append(s.VerifyPassesByWidth, n)
-	}
+	s.VerifyPassesByWidth = d.i64Array(o, "verify_passes_by_width")
 	s.VerifySecondsByWidth = []float64{}
 	for i, x := range o.array("verify_seconds_by_width") {
 		v, err := parseDouble(x.Raw)
@@ -179,4 +166,29 @@ func (d *decoder) specTiming(parent obj) *SpecTiming {
 	s.Gain = o.optF64("gain")
 	s.BreakEvenAcceptanceLength = o.optF64("break_even_acceptance_length")
 	return s
+}
+
+// i64Array emits key: [n, …].
+func (e *emitter) i64Array(k string, v []int64) {
+	e.key(k)
+	e.open('[', false, false)
+	for _, n := range v {
+		e.member()
+		e.buf = strconv.AppendInt(e.buf, n, 10)
+	}
+	e.close(']')
+}
+
+// i64Array decodes o's member k, an array of integers (empty, not nil,
+// when absent), failing each element that is not one.
+func (d *decoder) i64Array(o obj, k string) []int64 {
+	out := []int64{}
+	for i, x := range o.array(k) {
+		n, err := strconv.ParseInt(x.Raw, 10, 64)
+		if x.Type != gjson.Number || err != nil {
+			d.fail(fmt.Sprintf("%s[%d]", join(o.path, k), i), "want integer, got %s", rawOrType(x))
+		}
+		out = append(out, n)
+	}
+	return out
 }
