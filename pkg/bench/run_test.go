@@ -547,17 +547,7 @@ func TestRunSpeculative(t *testing.T) {
 			t.Errorf("%s timings = %+v", r.Label, r.Rep.Timings)
 		}
 	}
-	out, _, err := col.Render(OutputJSON)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := benchfmt.DecodeDocument(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if chk := report.Check(&doc); len(chk.Mismatches) != 0 {
-		t.Errorf("report.Check: %v", chk.Mismatches)
-	}
+	doc := checkedDocument(t, &col)
 	if s := doc.Tests[1].Speculative; s.Backend != "mtp" || s.Rounds == 0 || s.AcceptanceLength == nil {
 		t.Errorf("tg test spec = %+v", s)
 	}

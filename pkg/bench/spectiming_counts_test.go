@@ -86,17 +86,7 @@ func TestSpecCountsCUDA(t *testing.T) {
 		}
 		// The document's reps keep their spec_counts; report.Check
 		// recomputes the derived members and the phase sum.
-		out, _, err := col.Render(OutputJSON)
-		if err != nil {
-			t.Fatal(err)
-		}
-		doc, err := benchfmt.DecodeDocument(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if chk := report.Check(&doc); len(chk.Mismatches) != 0 {
-			t.Errorf("report.Check: %v", chk.Mismatches)
-		}
+		doc := checkedDocument(t, &col)
 		c := doc.Tests[0].Reps[0].SpecCounts
 		if c == nil {
 			t.Fatalf("document rep without spec_counts")

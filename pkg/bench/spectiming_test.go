@@ -70,17 +70,7 @@ func TestSpecTiming(t *testing.T) {
 	if reps != 2*p.Repetitions {
 		t.Fatalf("%d decoding reps", reps)
 	}
-	out, _, err := col.Render(OutputJSON)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := benchfmt.DecodeDocument(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if chk := report.Check(&doc); len(chk.Mismatches) != 0 {
-		t.Errorf("report.Check: %v", chk.Mismatches)
-	}
+	doc := checkedDocument(t, &col)
 	for _, tt := range doc.Tests {
 		if (tt.SpecTiming != nil) != benchfmt.HasDecode(tt.Kind) {
 			t.Errorf("test %s: spec_timing %+v", tt.Label, tt.SpecTiming)
@@ -117,4 +107,22 @@ func TestSpecTiming(t *testing.T) {
 	if strings.Contains(string(md), "gain") {
 		t.Errorf("plain md has a gain column:\n%s", md)
 	}
+}
+
+// checkedDocument renders col's lines as the schema-15 document, decodes
+// it and fails t unless report.Check finds it consistent.
+func checkedDocument(t *testing.T, col *Collect) benchfmt.Document {
+	t.Helper()
+	out, _, err := col.Render(OutputJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := benchfmt.DecodeDocument(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if chk := report.Check(&doc); len(chk.Mismatches) != 0 {
+		t.Errorf("report.Check: %v", chk.Mismatches)
+	}
+	return doc
 }
