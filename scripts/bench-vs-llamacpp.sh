@@ -22,6 +22,10 @@
 #
 # usage: scripts/bench-vs-llamacpp.sh
 #   env: SHAPE (qwen3.5-0.8b), ROUNDS (3), THREADS (2), REPS (1),
+#        ISA (native | avx2: llama.cpp built with -DGGML_NATIVE=OFF, i.e.
+#        AVX2+FMA+F16C+BMI2 without AVX-512 or AVX-VNNI, in
+#        build/llamacpp/build-avx2, against ninfer with NINFER_CPU_ISA=avx2:
+#        the AVX2-only comparison on an AVX-512 machine; runs in OUT/avx2),
 #        TESTS (full: pp512 tg128 pp2048+tg128 | quick: pp512 tg128),
 #        OUT (build/bench-vs-llamacpp/SHAPE), LLAMACPP_PY_VERSION (0.3.36),
 #        JOBS (build jobs, nproc)
@@ -35,7 +39,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 shape=${SHAPE:-qwen3.5-0.8b} rounds=${ROUNDS:-3} threads=${THREADS:-2} reps=${REPS:-1}
-tests=${TESTS:-full} ver=${LLAMACPP_PY_VERSION:-0.3.36} jobs=${JOBS:-$(nproc)}
+tests=${TESTS:-full} ver=${LLAMACPP_PY_VERSION:-0.3.36} jobs=${JOBS:-$(nproc)} isa=${ISA:-native}
+case $isa in
+native | avx2) ;;
+*) echo "bench-vs-llamacpp: ISA=$isa: want native or avx2" >&2; exit 2 ;;
+esac
 B=$root/build/llamacpp
 out=${OUT:-$root/build/bench-vs-llamacpp/$shape}
 src=$B/llama_cpp_python-$ver/vendor/llama.cpp
@@ -67,6 +75,17 @@ if [ ! -x "$B/build/bin/llama-bench" ] || [ ! -x "$B/build/bin/llama-quantize" ]
 	cmake -S "$src" -B "$B/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
 		-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF >"$B/cmake.log" 2>&1
 	cmake --build "$B/build" --target llama-bench llama-quantize -j"$jobs" >>"$B/cmake.log" 2>&1
+fi
+lbench=$B/build/bin/llama-bench runs=$out ninfer_isa=
+if [ "$isa" = avx2 ]; then
+	lbench=$B/build-avx2/bin/llama-bench runs=$out/avx2 ninfer_isa=avx2
+	if [ ! -x "$lbench" ]; then
+		log "building llama-bench for AVX2 (GGML_NATIVE=OFF, -j$jobs; log $B/cmake-avx2.log)"
+		cmake -S "$src" -B "$B/build-avx2" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF -DLLAMA_CURL=OFF \
+			-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF >"$B/cmake-avx2.log" 2>&1
+		cmake --build "$B/build-avx2" --target llama-bench -j"$jobs" >>"$B/cmake-avx2.log" 2>&1
+	fi
+	mkdir -p "$runs"
 fi
 if [ ! -f "$B/venv/.ok" ]; then
 	# torch: the CPU wheel of the converter's requirements file when
@@ -181,23 +200,23 @@ else
 	targs=(-p 512 -n 128 -pg 2048,128)
 fi
 pairs=("Q8_0|q8" "Q4_0|groupwise-int")
-rm -f "$out"/r*-*.json
+rm -f "$runs"/r*-*.json
 for ((r = 1; r <= rounds; r++)); do
 	for p in "${pairs[@]}"; do
 		lq=${p%%|*} nr=${p##*|}
 		log "round $r/$rounds: llama-bench $lq"
-		"$B/build/bin/llama-bench" -m "$out/model-$lq.gguf" "${targs[@]}" -t "$threads" -r "$reps" -o json \
-			>"$out/r$r-llama-$lq.json" 2>"$out/r$r-llama-$lq.log" || { tail -5 "$out/r$r-llama-$lq.log" >&2; exit 1; }
-		log "round $r/$rounds: ninfer-bench $nr"
-		"$bin/ninfer-bench" -q --weights "$out/model-$nr.ninfer" --backend cpu --threads "$threads" "${targs[@]}" \
-			-r "$reps" -o json --output-file "$out/r$r-ninfer-$nr.json"
+		"$lbench" -m "$out/model-$lq.gguf" "${targs[@]}" -t "$threads" -r "$reps" -o json \
+			>"$runs/r$r-llama-$lq.json" 2>"$runs/r$r-llama-$lq.log" || { tail -5 "$runs/r$r-llama-$lq.log" >&2; exit 1; }
+		log "round $r/$rounds: ninfer-bench $nr${ninfer_isa:+ (NINFER_CPU_ISA=$ninfer_isa)}"
+		NINFER_CPU_ISA=${ninfer_isa:-auto} "$bin/ninfer-bench" -q --weights "$out/model-$nr.ninfer" --backend cpu \
+			--threads "$threads" "${targs[@]}" -r "$reps" -o json --output-file "$runs/r$r-ninfer-$nr.json"
 	done
 done
 
 # --- table ------------------------------------------------------------------------------
-python3 - "$out" "$rounds" "$bw" "$shape" "$threads" <<'EOF'
+python3 - "$out" "$rounds" "$bw" "$shape" "$threads" "$runs" "$isa" <<'EOF'
 import json, os, statistics, sys
-out, rounds, bw, shape, threads = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[5]
+out, rounds, bw, shape, threads, runs, isa = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6], sys.argv[7]
 pairs = [("Q8_0", "q8"), ("Q4_0", "groupwise-int")]
 
 def label(p, g):
@@ -224,13 +243,13 @@ def fmt(xs):
     sp = (max(xs) - min(xs)) / m * 100 if m else 0
     return f"{m:8.2f} ±{sp:4.1f}%"
 
-print(f"\nninfer vs llama.cpp: SHAPE={shape} THREADS={threads} ROUNDS={rounds}; tok/s median over rounds, ±(max−min)/median;"
+print(f"\nninfer vs llama.cpp: SHAPE={shape} ISA={isa} THREADS={threads} ROUNDS={rounds}; tok/s median over rounds, ±(max−min)/median;"
       f" ratio = median of per-round ninfer/llama.cpp; read bandwidth probe {bw:.2f} GB/s\n")
 print("| pair (llama.cpp / ninfer) | test | llama.cpp tok/s | ninfer tok/s | ninfer / llama.cpp | tg streamed GB/s (% of probe) llama.cpp / ninfer |")
 print("|---|---|---|---|---|---|")
 for lq, nr in pairs:
-    L = [llama(f"{out}/r{r}-llama-{lq}.json") for r in range(1, rounds + 1)]
-    N = [ninfer(f"{out}/r{r}-ninfer-{nr}.json") for r in range(1, rounds + 1)]
+    L = [llama(f"{runs}/r{r}-llama-{lq}.json") for r in range(1, rounds + 1)]
+    N = [ninfer(f"{runs}/r{r}-ninfer-{nr}.json") for r in range(1, rounds + 1)]
     lsz, nsz = os.path.getsize(f"{out}/model-{lq}.gguf"), os.path.getsize(f"{out}/model-{nr}.ninfer")
     for t in L[0]:
         ls, ns = [x[t] for x in L], [x[t] for x in N]

@@ -1,7 +1,8 @@
 /* Gated delta rule: recurrent (decode/verify, optional per-token state
  * slots) and chunked WY form (prefill). One task per value head; the state
  * is copied to per-thread scratch first so input and output slots may
- * coincide. */
+ * differ (a recurrent step whose output slot is its input slot updates the
+ * head in place). */
 #include "ni_cpu.h"
 
 typedef struct {
@@ -18,9 +19,14 @@ static void gdn_rec_task(void *a_, int j, int tid) {
     int isa = a->c->isa;
     int dk = a->k.d, dv = a->v.d, kh = j / (a->v.h / a->k.h);
     int64_t hsz = (int64_t)dk * dv;
+    /* A decode step (out_slot == in_slot) updates the slot's head in place;
+     * otherwise the head is copied to scratch first (the input slot stays
+     * as it was). The same operations in the same order either way. */
+    const int inplace = a->out_slot == a->in_slot;
     float *S = ni_tmp(a->c, tid, hsz + dv);
     float *kv = S + hsz;
-    memcpy(S, a->state + a->slot_stride * a->in_slot + j * hsz, (size_t)hsz * 4);
+    if (inplace) S = a->state + a->slot_stride * a->in_slot + j * hsz;
+    else memcpy(S, a->state + a->slot_stride * a->in_slot + j * hsz, (size_t)hsz * 4);
     for (int t = 0; t < a->v.t; t++) {
         const float *q = ni_row(a->q, t, kh), *k = ni_row(a->k, t, kh), *v = ni_row(a->v, t, j);
         float decay = expf(ni_row(a->g, t, j)[0]), b = ni_row(a->beta, t, j)[0];
@@ -38,7 +44,8 @@ static void gdn_rec_task(void *a_, int j, int tid) {
         }
         if (a->out_slot == NI_PER_TOKEN) memcpy(a->state + a->slot_stride * t + j * hsz, S, (size_t)hsz * 4);
     }
-    if (a->out_slot != NI_PER_TOKEN) memcpy(a->state + a->slot_stride * a->out_slot + j * hsz, S, (size_t)hsz * 4);
+    if (a->out_slot != NI_PER_TOKEN && !inplace)
+        memcpy(a->state + a->slot_stride * a->out_slot + j * hsz, S, (size_t)hsz * 4);
 }
 
 void ni_gdn_recurrent(ni_ctx *c, ni_rows q, ni_rows k, ni_rows v, ni_rows g, ni_rows beta, float *state,

@@ -164,6 +164,34 @@ func TestDeltaRecurrentPerTokenSlots(t *testing.T) {
 	}
 }
 
+// TestDeltaRecurrentInPlaceSlot: a recurrent step whose output slot is its
+// input slot (a decode step) gives the bits of the same step written to
+// another slot, against the oracle's bound, and touches no other slot.
+func TestDeltaRecurrentInPlaceSlot(t *testing.T) {
+	streams := numtest.NewSource(t)
+	for _, b := range backends(t) {
+		r := streams.Stream(b.Name())
+		for _, T := range []int{1, 3} {
+			c := newGDNCase(r, T, 2, 4, 16, 24)
+			ssz, slots, in, other := c.nv*c.dk*c.dv, 3, 1, 2
+			st := make([]float32, slots*ssz)
+			copy(st, randn(r, ssz, 5))
+			copy(st[in*ssz:], randn(r, ssz, 0.3))
+			copy(st[other*ssz:], randn(r, ssz, 5))
+			oo, so := c.run(t, b, false, st, slots, in, other)
+			oi, si := c.run(t, b, false, st, slots, in, in)
+			wo, wst, bo, bst := c.refBounded(st[in*ssz : (in+1)*ssz])
+			name := fmt.Sprintf("%s/T=%d", b.Name(), T)
+			numtest.CheckBound(t, name+"/inplace_o", oi, wo, bo)
+			numtest.CheckBound(t, name+"/inplace_state", si[in*ssz:(in+1)*ssz], wst[T-1], bst[T-1])
+			check(t, name+"/inplace_o_equals_copy", oi, f64(oo), tolExact)
+			check(t, name+"/inplace_state_equals_copy", si[in*ssz:(in+1)*ssz], f64(so[other*ssz:(other+1)*ssz]), tolExact)
+			check(t, name+"/slot0_untouched", si[:ssz], f64(st[:ssz]), tolExact)
+			check(t, name+"/slot2_untouched", si[other*ssz:], f64(st[other*ssz:]), tolExact)
+		}
+	}
+}
+
 func TestDeltaChunkedMatchesOracleAndRecurrent(t *testing.T) {
 	streams := numtest.NewSource(t)
 	for _, b := range backends(t) {
