@@ -406,6 +406,157 @@ AVX2 void ni_q8_groups_multi_avx2(int bits, const uint8_t *base, const uint8_t *
     }
 }
 
+/* ---- AVX2 on offset-binary codes (q4 permuted, q5/q6 natural layout) ----
+ * The stored two's-complement code c with its top bit flipped is
+ * u = q + 2^(bits−1) ∈ [0, 2^bits): maddubs takes it as its unsigned
+ * operand directly (pair sums ≤ 2·63·127 < 32767, no saturation; not q8,
+ * whose u reaches 255), and each 32-value block's int32 lanes start from the
+ * token's offset lanes xo = −2^(bits−1)·Σ of each 4 activation codes
+ * (ni_q8u_offsets_avx2, once per matmul), so p = Σ u·x − 2^(bits−1)·Σ x =
+ * Σ q·x: the int32 lanes of the sign-trick bodies above, then the same fp32
+ * steps in the same order, hence bit-identical results, without the two
+ * vpsignb per block and token. The q5/q6 codes of a group are decoded at
+ * 256 bits (nibble unpack, high bits by a byte shuffle and bit test), with
+ * no BMI2 (pext is microcoded on some AVX2 CPUs). */
+AVX2 void ni_q8u_offsets_avx2(int bits, const int8_t *xq, int64_t nblocks, int32_t *xo) {
+    const __m256i ov = _mm256_set1_epi8((char)(1 << (bits - 1))), ones = _mm256_set1_epi16(1);
+    for (int64_t b = 0; b < nblocks; b++) {
+        __m256i xv = _mm256_loadu_si256((const __m256i *)(xq + 32 * b));
+        __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(ov, xv), ones);
+        _mm256_storeu_si256((__m256i *)(xo + 8 * b), _mm256_sub_epi32(_mm256_setzero_si256(), s));
+    }
+}
+
+/* The group loop with the fp16 group scales converted 8 at a time (one
+ * vcvtph2ps, then a lane broadcast per group, instead of two byte loads, an
+ * insert and a conversion per group; the same fp32 values): GROUP(g, sw)
+ * per group. */
+#define NI_Q8U_SCALES8(GROUP)                                                                                         \
+    int64_t g8 = 0;                                                                                                   \
+    for (; g8 + 8 <= ngroups; g8 += 8) {                                                                              \
+        const __m256 s8v = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(scales + 2 * g8)));                      \
+        for (int i = 0; i < 8; i++) GROUP(g8 + i, _mm256_permutevar8x32_ps(s8v, _mm256_set1_epi32(i)))                \
+    }                                                                                                                 \
+    for (; g8 < ngroups; g8++) GROUP(g8, q8_scale(scales, g8))
+
+/* The 64 offset-binary codes of a q5/q6 group: lanes 0..31 in u[0], 32..63
+ * in u[1] (natural order; base byte k holds lanes 2k and 2k + 1; lane i's
+ * high bits: q5 bit i of the 8 high bytes, q6 bits 2i, 2i + 1 of the 16). */
+AVX2 static inline __attribute__((always_inline)) void dec_u256(const int bits, const uint8_t *base,
+                                                            const uint8_t *high, __m256i *u) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f), x10 = _mm256_set1_epi8(0x10), x20 = _mm256_set1_epi8(0x20);
+    __m256i b = _mm256_loadu_si256((const __m256i *)base);
+    __m256i lo = _mm256_and_si256(b, m4), hi = _mm256_and_si256(_mm256_srli_epi16(b, 4), m4);
+    __m256i a = _mm256_unpacklo_epi8(lo, hi), c = _mm256_unpackhi_epi8(lo, hi); /* [0..15 | 32..47], [16..31 | 48..63] */
+    u[0] = _mm256_permute2x128_si256(a, c, 0x20);
+    u[1] = _mm256_permute2x128_si256(a, c, 0x31);
+    if (bits == 5) {
+        uint64_t h;
+        memcpy(&h, high, 8);
+        const __m256i hv = _mm256_set1_epi64x((long long)h);
+        const __m256i bit = _mm256_set1_epi64x(0x8040201008040201ll);
+        const __m256i idx[2] = {_mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2,
+                                                 3, 3, 3, 3, 3, 3, 3, 3),
+                                _mm256_setr_epi8(4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5, 6, 6, 6, 6, 6, 6, 6, 6,
+                                                 7, 7, 7, 7, 7, 7, 7, 7)};
+        for (int j = 0; j < 2; j++) {
+            __m256i hb = _mm256_shuffle_epi8(hv, idx[j]);
+            __m256i on = _mm256_cmpeq_epi8(_mm256_and_si256(hb, bit), bit);
+            u[j] = _mm256_or_si256(u[j], _mm256_and_si256(on, x10));
+        }
+    } else if (bits == 6) {
+        const __m256i hv = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)high));
+        const __m256i b4 = _mm256_set1_epi32(0x40100401), b5 = _mm256_set1_epi32((int)0x80200802);
+        const __m256i idx[2] = {_mm256_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5,
+                                                 6, 6, 6, 6, 7, 7, 7, 7),
+                                _mm256_setr_epi8(8, 8, 8, 8, 9, 9, 9, 9, 10, 10, 10, 10, 11, 11, 11, 11, 12, 12, 12, 12,
+                                                 13, 13, 13, 13, 14, 14, 14, 14, 15, 15, 15, 15)};
+        for (int j = 0; j < 2; j++) {
+            __m256i hb = _mm256_shuffle_epi8(hv, idx[j]);
+            __m256i on4 = _mm256_cmpeq_epi8(_mm256_and_si256(hb, b4), b4);
+            __m256i on5 = _mm256_cmpeq_epi8(_mm256_and_si256(hb, b5), b5);
+            u[j] = _mm256_or_si256(u[j], _mm256_or_si256(_mm256_and_si256(on4, x10), _mm256_and_si256(on5, x20)));
+        }
+    }
+    const __m256i sg = _mm256_set1_epi8((char)(1 << (bits - 1)));
+    u[0] = _mm256_xor_si256(u[0], sg);
+    u[1] = _mm256_xor_si256(u[1], sg);
+}
+
+/* Block kb of the offset-binary codes u into acc[j] (as q8_block_nt). */
+AVX2 static inline __attribute__((always_inline)) void q8u_block_nt(__m256i u, __m256 sw, const int8_t *xq,
+                                                                int64_t ldq, const int32_t *xo, int64_t ldo,
+                                                                const float *xe, int64_t lde, int64_t kb,
+                                                                const int NT, __m256 *acc) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int j = 0; j < NT; j++) {
+        __m256i xv = _mm256_loadu_si256((const __m256i *)(xq + j * ldq + 32 * kb));
+        __m256i p = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(u, xv), ones),
+                                     _mm256_loadu_si256((const __m256i *)(xo + j * ldo + 8 * kb)));
+        __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(p), _mm256_loadu_ps(xe + j * lde + 8 * kb));
+        acc[j] = _mm256_fmadd_ps(v, sw, acc[j]);
+    }
+}
+
+AVX2 static inline __attribute__((always_inline)) void q8u_groups_nt(const int bits, const uint8_t *base,
+                                                                 const uint8_t *high, const uint8_t *scales,
+                                                                 int64_t ngroups, const int8_t *xq, int64_t ldq,
+                                                                 const int32_t *xo, int64_t ldo, const float *xe,
+                                                                 int64_t lde, const int NT, float *out) {
+    const int64_t hb = bits == 5 ? 8 : 16;
+    __m256 acc0[NI_MT_MAX], acc1[NI_MT_MAX];
+    for (int j = 0; j < NT; j++) acc0[j] = acc1[j] = _mm256_setzero_ps();
+#define NI_Q8U_GROUP(G, SW)                                                                                           \
+    {                                                                                                                 \
+        __m256i u[2];                                                                                                 \
+        dec_u256(bits, base + 32 * (G), high + hb * (G), u);                                                          \
+        q8u_block_nt(u[0], SW, xq, ldq, xo, ldo, xe, lde, 2 * (G), NT, acc0);                                         \
+        q8u_block_nt(u[1], SW, xq, ldq, xo, ldo, xe, lde, 2 * (G) + 1, NT, acc1);                                     \
+    }
+    NI_Q8U_SCALES8(NI_Q8U_GROUP)
+#undef NI_Q8U_GROUP
+    for (int j = 0; j < NT; j++) out[j] = hsum(_mm256_add_ps(acc0[j], acc1[j]));
+}
+
+/* q4, permuted layout (q8p_q4_nt below): the low nibbles of a group's 32
+ * base bytes are its even lanes (activation chunk 2g), the high nibbles its
+ * odd lanes (chunk 2g + 1). */
+AVX2 static inline __attribute__((always_inline)) void q8pu_q4_nt(const uint8_t *base, const uint8_t *scales,
+                                                              int64_t ngroups, const int8_t *xq, int64_t ldq,
+                                                              const int32_t *xo, int64_t ldo, const float *xe,
+                                                              int64_t lde, const int NT, float *out) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f), s8 = _mm256_set1_epi8(8);
+    __m256 acc0[NI_MT_MAX], acc1[NI_MT_MAX];
+    for (int j = 0; j < NT; j++) acc0[j] = acc1[j] = _mm256_setzero_ps();
+#define NI_Q8U_GROUP(G, SW)                                                                                           \
+    {                                                                                                                 \
+        __m256i b = _mm256_loadu_si256((const __m256i *)(base + 32 * (G)));                                           \
+        __m256i u0 = _mm256_xor_si256(_mm256_and_si256(b, m4), s8);                                                   \
+        __m256i u1 = _mm256_xor_si256(_mm256_and_si256(_mm256_srli_epi16(b, 4), m4), s8);                             \
+        q8u_block_nt(u0, SW, xq, ldq, xo, ldo, xe, lde, 2 * (G), NT, acc0);                                           \
+        q8u_block_nt(u1, SW, xq, ldq, xo, ldo, xe, lde, 2 * (G) + 1, NT, acc1);                                       \
+    }
+    NI_Q8U_SCALES8(NI_Q8U_GROUP)
+#undef NI_Q8U_GROUP
+    for (int j = 0; j < NT; j++) out[j] = hsum(_mm256_add_ps(acc0[j], acc1[j]));
+}
+
+AVX2 void ni_q8u_groups_multi_avx2(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
+                                   int64_t ngroups, const int8_t *xq, int64_t ldq, const int32_t *xo, int64_t ldo,
+                                   const float *xe, int64_t lde, int nt, float *out) {
+#undef NI_Q8_NT
+#define NI_Q8_NT(B, NT)                                                                                               \
+    ((B) == 4 ? q8pu_q4_nt(base, scales, ngroups, xq, ldq, xo, ldo, xe, lde, NT, out)                                 \
+              : q8u_groups_nt(B, base, high, scales, ngroups, xq, ldq, xo, ldo, xe, lde, NT, out))
+    switch (bits) {
+    case 4: NI_Q8_BITS(4);
+    case 5: NI_Q8_BITS(5);
+    default: NI_Q8_BITS(6);
+    }
+}
+#undef NI_Q8_NT
+#define NI_Q8_NT(B, NT) q8_groups_nt(B, base, high, scales, ngroups, xq, ldq, xe, lde, NT, out)
+
 /* AVX-512 BW (+ VNNI): 64 codes per step, two 32-value blocks (one q4/q5/q6
  * group, or two q8 groups) in one zmm; int32 lanes 0..7 belong to the first
  * block, 8..15 to the second, which the expanded scales match lane for

@@ -598,6 +598,9 @@ static void mm_q8(const mm_args *a, int64_t n0, int64_t n1) {
                     nt, out);
             else if (perm && isa == NI_ISA_AVX512)
                 ni_q8p_groups_multi_avx512((int)w->bits, base, high, scales, ngroups, xq, kpad, xe, 8 * nbk, nt, out);
+            else if (isa == NI_ISA_AVX2 && a->xo)
+                ni_q8u_groups_multi_avx2((int)w->bits, base, high, scales, ngroups, xq, kpad, a->xo + t0 * (kpad / 4),
+                                         kpad / 4, xe, 8 * nbk, nt, out);
             else if (perm)
                 ni_q8p_groups_multi_avx2((int)w->bits, base, high, scales, ngroups, xq, kpad, xe, 8 * nbk, nt, out);
             else if (vnni && a->xo && w->bits == 8)
@@ -711,6 +714,15 @@ static int q8w_legacy(void) {
     return e && strcmp(e, "legacy") == 0;
 }
 
+/* NINFER_CPU_AVX2Q=signed: q4–q6 weights at AVX2 take the sign-trick
+ * bodies (ni_q8p_groups_multi_avx2, ni_q8_groups_multi_avx2) instead of the
+ * offset-binary ones (ni_q8u_groups_multi_avx2; comparison and test switch;
+ * bit-identical results). */
+static int avx2_signed(void) {
+    const char *e = getenv("NINFER_CPU_AVX2Q");
+    return e && strcmp(e, "signed") == 0;
+}
+
 /* Whether the permuted q5/q6 kernels take their high bits by AVX-512 VBMI
  * (perm_high.h; bit-identical to BMI2 pext): at AVX-512 on a CPU with
  * AVX512_VBMI, unless NINFER_CPU_VBMI=0 (comparison and test switch). */
@@ -765,6 +777,10 @@ void ni_matmul_act(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accu
         if (c->isa == NI_ISA_AVX512 && q8_vnni() && (a.perm || (w->bits == 8 && !q8w_legacy()))) {
             /* the offset-binary VNNI bodies' offset lanes */
             for (int64_t t = 0; t < x.t; t++) ni_q8p_offsets_vnni((int)w->bits, xq + t * kpad, kpad / 64, xo + t * (kpad / 4));
+            a.xo = xo;
+        } else if (c->isa == NI_ISA_AVX2 && w->bits != 8 && !avx2_signed()) {
+            /* the offset-binary AVX2 bodies' offset lanes */
+            for (int64_t t = 0; t < x.t; t++) ni_q8u_offsets_avx2((int)w->bits, xq + t * kpad, nbk, xo + t * (kpad / 4));
             a.xo = xo;
         }
         a.xq = xq;

@@ -482,6 +482,15 @@ func BenchmarkMatMulInt8ActStream(b *testing.B) {
 	}
 }
 
+// routeCase is a GEMV route that replaces an older body: env=old selects
+// the older one (a comparison and test switch), on CPUs where has() holds.
+type routeCase struct {
+	name, env, old string
+	has            func() bool
+	formats        []format.Format
+	acts           []string
+}
+
 // TestAVX512RoutesBitIdentical: the avx512 GEMV routes that replace an
 // older body compute the same bits as it, on fp32 and int8 activations at
 // every fused token count: the permuted q5/q6 GEMVs with the high bits by
@@ -490,20 +499,28 @@ func BenchmarkMatMulInt8ActStream(b *testing.B) {
 // the sign-trick one (NINFER_CPU_Q8W=legacy). The oracle tests check the
 // default routes' values; this ties the older routes to them.
 func TestAVX512RoutesBitIdentical(t *testing.T) {
-	b, err := NewCPU(CPUOptions{Threads: 2, ISA: "avx512", AlwaysParallel: true})
-	if err != nil {
-		t.Skipf("no avx512 level: %v", err)
-	}
-	defer b.Close()
-	cases := []struct {
-		name, env, old string
-		has            func() bool
-		formats        []format.Format
-		acts           []string
-	}{
+	checkRoutesBitIdentical(t, "avx512", []routeCase{
 		{"vbmi", "NINFER_CPU_VBMI", "0", VBMI, []format.Format{format.Q5G64, format.Q6G64}, []string{ActFP32, ActInt8}},
 		{"q8w", "NINFER_CPU_Q8W", "legacy", VNNI, []format.Format{format.Q8G32}, []string{ActInt8}},
+	})
+}
+
+// TestAVX2RoutesBitIdentical: at the avx2 level the int8 q4–q6 GEMVs on
+// offset-binary codes (ni_q8u_groups_multi_avx2) compute the bits of the
+// sign-trick bodies (NINFER_CPU_AVX2Q=signed).
+func TestAVX2RoutesBitIdentical(t *testing.T) {
+	checkRoutesBitIdentical(t, "avx2", []routeCase{
+		{"avx2u", "NINFER_CPU_AVX2Q", "signed", func() bool { return true },
+			[]format.Format{format.Q4G64, format.Q5G64, format.Q6G64}, []string{ActInt8}},
+	})
+}
+
+func checkRoutesBitIdentical(t *testing.T, isa string, cases []routeCase) {
+	b, err := NewCPU(CPUOptions{Threads: 2, ISA: isa, AlwaysParallel: true})
+	if err != nil {
+		t.Skipf("no %s level: %v", isa, err)
 	}
+	defer b.Close()
 	streams := numtest.NewSource(t)
 	for _, c := range cases {
 		if !c.has() {
