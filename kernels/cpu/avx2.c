@@ -406,18 +406,20 @@ AVX2 void ni_q8_groups_multi_avx2(int bits, const uint8_t *base, const uint8_t *
     }
 }
 
-/* ---- AVX2 on offset-binary codes (q4 permuted, q5/q6 natural layout) ----
+/* ---- AVX2 on offset-binary codes (q4 permuted, q5 natural, q6 r-order) ----
  * The stored two's-complement code c with its top bit flipped is
  * u = q + 2^(bits−1) ∈ [0, 2^bits): maddubs takes it as its unsigned
  * operand directly (pair sums ≤ 2·63·127 < 32767, no saturation; not q8,
  * whose u reaches 255), and each 32-value block's int32 lanes start from the
  * token's offset lanes xo = −2^(bits−1)·Σ of each 4 activation codes
- * (ni_q8u_offsets_avx2, once per matmul), so p = Σ u·x − 2^(bits−1)·Σ x =
- * Σ q·x: the int32 lanes of the sign-trick bodies above, then the same fp32
- * steps in the same order, hence bit-identical results, without the two
- * vpsignb per block and token. The q5/q6 codes of a group are decoded at
- * 256 bits (nibble unpack, high bits by a byte shuffle and bit test), with
- * no BMI2 (pext is microcoded on some AVX2 CPUs). */
+ * (ni_q8u_offsets_avx2, once per matmul, on the codes as stored), so
+ * p = Σ u·x − 2^(bits−1)·Σ x = Σ q·x: exact int32 lanes, without the two
+ * vpsignb per block and token. q4 and q5 keep the lane grouping of the
+ * sign-trick bodies above (the same int32 lanes, the same fp32 steps in the
+ * same order: bit-identical results); q6 runs on the r-order layout
+ * (dec_r6), whose int32 lanes group the lanes differently (same values up to
+ * fp32 rounding of the block sums). The codes of a group are decoded at 256
+ * bits with no BMI2 (pext is microcoded on some AVX2 CPUs). */
 AVX2 void ni_q8u_offsets_avx2(int bits, const int8_t *xq, int64_t nblocks, int32_t *xo) {
     const __m256i ov = _mm256_set1_epi8((char)(1 << (bits - 1))), ones = _mm256_set1_epi16(1);
     for (int64_t b = 0; b < nblocks; b++) {
@@ -439,12 +441,12 @@ AVX2 void ni_q8u_offsets_avx2(int bits, const int8_t *xq, int64_t nblocks, int32
     }                                                                                                                 \
     for (; g8 < ngroups; g8++) GROUP(g8, q8_scale(scales, g8))
 
-/* The 64 offset-binary codes of a q5/q6 group: lanes 0..31 in u[0], 32..63
- * in u[1] (natural order; base byte k holds lanes 2k and 2k + 1; lane i's
- * high bits: q5 bit i of the 8 high bytes, q6 bits 2i, 2i + 1 of the 16). */
+/* The 64 offset-binary codes of a q5 group: lanes 0..31 in u[0], 32..63 in
+ * u[1] (natural order; base byte k holds lanes 2k and 2k + 1; lane i's high
+ * bit is bit i of the 8 high bytes). */
 AVX2 static inline __attribute__((always_inline)) void dec_u256(const int bits, const uint8_t *base,
                                                             const uint8_t *high, __m256i *u) {
-    const __m256i m4 = _mm256_set1_epi8(0x0f), x10 = _mm256_set1_epi8(0x10), x20 = _mm256_set1_epi8(0x20);
+    const __m256i m4 = _mm256_set1_epi8(0x0f), x10 = _mm256_set1_epi8(0x10);
     __m256i b = _mm256_loadu_si256((const __m256i *)base);
     __m256i lo = _mm256_and_si256(b, m4), hi = _mm256_and_si256(_mm256_srli_epi16(b, 4), m4);
     __m256i a = _mm256_unpacklo_epi8(lo, hi), c = _mm256_unpackhi_epi8(lo, hi); /* [0..15 | 32..47], [16..31 | 48..63] */
@@ -464,23 +466,36 @@ AVX2 static inline __attribute__((always_inline)) void dec_u256(const int bits, 
             __m256i on = _mm256_cmpeq_epi8(_mm256_and_si256(hb, bit), bit);
             u[j] = _mm256_or_si256(u[j], _mm256_and_si256(on, x10));
         }
-    } else if (bits == 6) {
-        const __m256i hv = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)high));
-        const __m256i b4 = _mm256_set1_epi32(0x40100401), b5 = _mm256_set1_epi32((int)0x80200802);
-        const __m256i idx[2] = {_mm256_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5,
-                                                 6, 6, 6, 6, 7, 7, 7, 7),
-                                _mm256_setr_epi8(8, 8, 8, 8, 9, 9, 9, 9, 10, 10, 10, 10, 11, 11, 11, 11, 12, 12, 12, 12,
-                                                 13, 13, 13, 13, 14, 14, 14, 14, 15, 15, 15, 15)};
-        for (int j = 0; j < 2; j++) {
-            __m256i hb = _mm256_shuffle_epi8(hv, idx[j]);
-            __m256i on4 = _mm256_cmpeq_epi8(_mm256_and_si256(hb, b4), b4);
-            __m256i on5 = _mm256_cmpeq_epi8(_mm256_and_si256(hb, b5), b5);
-            u[j] = _mm256_or_si256(u[j], _mm256_or_si256(_mm256_and_si256(on4, x10), _mm256_and_si256(on5, x20)));
-        }
     }
     const __m256i sg = _mm256_set1_epi8((char)(1 << (bits - 1)));
     u[0] = _mm256_xor_si256(u[0], sg);
     u[1] = _mm256_xor_si256(u[1], sg);
+}
+
+/* The 64 offset-binary codes of a q6 group in the r-order layout (lane
+ * 4m + r, r = i mod 4, takes bits 2r, 2r + 1 of high byte m): the
+ * activation codes of a group are stored so that every int32 lane of the
+ * dot products holds 4 lanes of one r (weights.c, q8_perm 2): u[0] = low
+ * nibbles, positions 16h + 8ρ + p ↔ lanes 32h + 4p + 2ρ (ρ = 0, 1); u[1] =
+ * high nibbles, the same lanes + 1. Then one byte shuffle places high byte
+ * m under its 4 lanes and one dword shift by 4 − 2r (r = 0, 1 after a
+ * 2-bit pre-shift for the odd lanes) lines bits 2r, 2r + 1 up at bits 4, 5:
+ * 8 operations for the 128 high bits instead of 18 in the natural layout.
+ * Low half of each vector = block 0 (lanes 0..31), high half = block 1, as
+ * the permuted block scales [s0×4, s1×4] expect. */
+AVX2 static inline __attribute__((always_inline)) void dec_r6(const uint8_t *base, const uint8_t *high, __m256i *u) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f), x30 = _mm256_set1_epi8(0x30), sg = _mm256_set1_epi8(0x20);
+    const __m256i ib = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15, 0, 2, 4, 6, 8, 10, 12, 14,
+                                        1, 3, 5, 7, 9, 11, 13, 15);
+    const __m256i ih = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 8,
+                                        9, 10, 11, 12, 13, 14, 15);
+    const __m256i cnt = _mm256_setr_epi32(4, 4, 0, 0, 4, 4, 0, 0);
+    __m256i b = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i *)base), ib);
+    __m256i hs = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)high)), ih);
+    __m256i h0 = _mm256_and_si256(_mm256_sllv_epi32(hs, cnt), x30);
+    __m256i h1 = _mm256_and_si256(_mm256_sllv_epi32(_mm256_srli_epi16(hs, 2), cnt), x30);
+    u[0] = _mm256_xor_si256(_mm256_or_si256(_mm256_and_si256(b, m4), h0), sg);
+    u[1] = _mm256_xor_si256(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b, 4), m4), h1), sg);
 }
 
 /* Block kb of the offset-binary codes u into acc[j] (as q8_block_nt). */
@@ -509,7 +524,8 @@ AVX2 static inline __attribute__((always_inline)) void q8u_groups_nt(const int b
 #define NI_Q8U_GROUP(G, SW)                                                                                           \
     {                                                                                                                 \
         __m256i u[2];                                                                                                 \
-        dec_u256(bits, base + 32 * (G), high + hb * (G), u);                                                          \
+        if (bits == 6) dec_r6(base + 32 * (G), high + hb * (G), u);                                                   \
+        else dec_u256(bits, base + 32 * (G), high + hb * (G), u);                                                     \
         q8u_block_nt(u[0], SW, xq, ldq, xo, ldo, xe, lde, 2 * (G), NT, acc0);                                         \
         q8u_block_nt(u[1], SW, xq, ldq, xo, ldo, xe, lde, 2 * (G) + 1, NT, acc1);                                     \
     }

@@ -155,11 +155,12 @@ void ni_q8p_groups_multi_avx2(int bits, const uint8_t *base, const uint8_t *high
 void ni_q8p_groups_multi_avx512(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
                                 int64_t ngroups, const int8_t *xq, int64_t ldq, const float *xe, int64_t lde, int nt,
                                 float *out);
-/* AVX2 on offset-binary codes (avx2.c): q4 on the permuted layout, q5/q6 on
- * the natural one, each 32-value block's int32 lanes started from the
- * token's offset lanes xo + j·ldo + 8b (ni_q8u_offsets_avx2: −2^(bits−1)·Σ
- * of each 4 activation codes of block b); bit-identical to
- * ni_q8p_groups_multi_avx2 (q4) and ni_q8_groups_multi_avx2 (q5/q6). */
+/* AVX2 on offset-binary codes (avx2.c): q4 on the permuted layout, q5 on
+ * the natural one, q6 on the r-order one (dec_r6), each 32-value block's
+ * int32 lanes started from the token's offset lanes xo + j·ldo + 8b
+ * (ni_q8u_offsets_avx2: −2^(bits−1)·Σ of each 4 activation codes of block b
+ * as stored); bit-identical to ni_q8p_groups_multi_avx2 (q4) and
+ * ni_q8_groups_multi_avx2 (q5). */
 void ni_q8u_offsets_avx2(int bits, const int8_t *xq, int64_t nblocks, int32_t *xo);
 void ni_q8u_groups_multi_avx2(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
                               int64_t ngroups, const int8_t *xq, int64_t ldq, const int32_t *xo, int64_t ldo,

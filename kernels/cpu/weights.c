@@ -241,7 +241,7 @@ typedef struct {
     const int8_t *xq; /* NI_ACT_Q8: token t's codes at xq + t·kpad, block scales at xs + t·(kpad/32); NULL = fp32 */
     const float *xs;
     const float *xe; /* the block scales expanded to 8 lanes: xe + t·(kpad/4), xe[8b + i] = s_x[b] */
-    int perm;        /* xq, xe in the permuted layout (q8_perm) */
+    int perm;        /* xq, xe layout (q8_perm): 0 natural, 1 even lanes first, 2 r-order (q6 at AVX2) */
     const float *xp; /* fp32 route, q4/q5/q6 at AVX-512: the rows' whole groups permuted (even lanes first), token t
                         at xp + t·ldp; NULL = not permuted */
     int64_t ldp;
@@ -532,10 +532,21 @@ static int q8_vnni(void) {
     return v;
 }
 
-/* Whether the int8 GEMV of bits-bit weights at isa runs on the permuted
- * layout (avx2.c): q4 at AVX2, q4/q5/q6 at AVX-512 (with BMI2). */
+/* NINFER_CPU_AVX2Q=signed: q4–q6 weights at AVX2 take the sign-trick
+ * bodies (ni_q8p_groups_multi_avx2, ni_q8_groups_multi_avx2) instead of the
+ * offset-binary ones (ni_q8u_groups_multi_avx2; comparison and test switch;
+ * bit-identical results for q4 and q5, q6 differs by fp32 rounding). */
+static int avx2_signed(void) {
+    const char *e = getenv("NINFER_CPU_AVX2Q");
+    return e && strcmp(e, "signed") == 0;
+}
+
+/* The activation layout of the int8 GEMV of bits-bit weights at isa
+ * (avx2.c): 1 = even lanes first (q4 at AVX2, q4/q5/q6 at AVX-512 with
+ * BMI2), 2 = r-order (q6 at AVX2 on offset-binary codes, dec_r6), 0 =
+ * natural. */
 static int q8_perm(int isa, int bits) {
-    if (isa == NI_ISA_AVX2) return bits == 4;
+    if (isa == NI_ISA_AVX2) return bits == 4 ? 1 : bits == 6 && !avx2_signed() ? 2 : 0;
     if (isa == NI_ISA_AVX512) {
         __builtin_cpu_init();
         return bits != 8 && __builtin_cpu_supports("bmi2");
@@ -714,14 +725,6 @@ static int q8w_legacy(void) {
     return e && strcmp(e, "legacy") == 0;
 }
 
-/* NINFER_CPU_AVX2Q=signed: q4–q6 weights at AVX2 take the sign-trick
- * bodies (ni_q8p_groups_multi_avx2, ni_q8_groups_multi_avx2) instead of the
- * offset-binary ones (ni_q8u_groups_multi_avx2; comparison and test switch;
- * bit-identical results). */
-static int avx2_signed(void) {
-    const char *e = getenv("NINFER_CPU_AVX2Q");
-    return e && strcmp(e, "signed") == 0;
-}
 
 /* Whether the permuted q5/q6 kernels take their high bits by AVX-512 VBMI
  * (perm_high.h; bit-identical to BMI2 pext): at AVX-512 on a CPU with
@@ -767,10 +770,19 @@ void ni_matmul_act(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accu
         a.rows4 = rows4 && strcmp(rows4, "1") == 0;
         for (int64_t i = 0; i < x.t * nbk; i += 2) /* kpad/32 is even: blocks come in pairs */
             for (int l = 0; l < 16; l++) xe[8 * i + l] = xs[i + (a.perm ? (l >> 2) & 1 : l >> 3)];
-        if (a.perm) { /* even lanes first within each 64-value group */
+        if (a.perm == 1) { /* even lanes first within each 64-value group */
             int8_t tmp[64];
             for (int64_t i = 0; i < x.t * kpad; i += 64) {
                 for (int l = 0; l < 32; l++) tmp[l] = xq[i + 2 * l], tmp[32 + l] = xq[i + 2 * l + 1];
+                memcpy(xq + i, tmp, 64);
+            }
+        } else if (a.perm == 2) { /* r-order (avx2.c dec_r6): lane 32h + 4p + 2ρ + o at 32o + 16h + 8ρ + p */
+            int8_t tmp[64];
+            for (int64_t i = 0; i < x.t * kpad; i += 64) {
+                for (int l = 0; l < 64; l++) {
+                    int o = l >> 5, h = (l >> 4) & 1, rho = (l >> 3) & 1, p = l & 7;
+                    tmp[l] = xq[i + 32 * h + 4 * p + 2 * rho + o];
+                }
                 memcpy(xq + i, tmp, 64);
             }
         }

@@ -505,13 +505,15 @@ func TestAVX512RoutesBitIdentical(t *testing.T) {
 	})
 }
 
-// TestAVX2RoutesBitIdentical: at the avx2 level the int8 q4–q6 GEMVs on
-// offset-binary codes (ni_q8u_groups_multi_avx2) compute the bits of the
-// sign-trick bodies (NINFER_CPU_AVX2Q=signed).
+// TestAVX2RoutesBitIdentical: at the avx2 level the int8 q4 and q5 GEMVs
+// on offset-binary codes (ni_q8u_groups_multi_avx2) compute the bits of the
+// sign-trick bodies (NINFER_CPU_AVX2Q=signed). (q6 runs on the r-order
+// layout there, whose int32 lanes group the lanes differently: the oracle
+// tests bound it, like every route.)
 func TestAVX2RoutesBitIdentical(t *testing.T) {
 	checkRoutesBitIdentical(t, "avx2", []routeCase{
 		{"avx2u", "NINFER_CPU_AVX2Q", "signed", func() bool { return true },
-			[]format.Format{format.Q4G64, format.Q5G64, format.Q6G64}, []string{ActInt8}},
+			[]format.Format{format.Q4G64, format.Q5G64}, []string{ActInt8}},
 	})
 }
 
