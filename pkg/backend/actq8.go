@@ -16,9 +16,11 @@ import (
 // pinned by KeepFP32Activations (the MTP proposal head) stay on fp32
 // activations.
 const (
-	// ActAuto is int8 where it is faster: q4/q5/q6 weights. q8 weights stay
-	// on fp32 activations: their fp32 GEMV has no decode to save and the
-	// int8 one measured slower (docs/PERF.md, int8 activations).
+	// ActAuto is int8 where it is faster: q4/q5/q6 weights, and q8 weights
+	// at the avx2 level. At avx512 q8 stays on fp32 activations: its fp32
+	// GEMV has no decode to save and the int8 one measured slower end to
+	// end there; at avx2 the int8 one decodes 1.13–1.16× faster
+	// (docs/PERF.md, int8 activations; AVX2 q8 int8 by default).
 	ActAuto = "auto"
 	ActInt8 = "int8" // int8 for q4–q8 weights, fp32 otherwise
 	ActFP32 = "fp32" // fp32 activations everywhere (the library default)
@@ -46,13 +48,12 @@ func ParseActivations(s string) (string, error) {
 // proposes, and an int8 draft head measured no faster, docs/PERF.md).
 func (w *Weight) KeepFP32Activations() { w.fp32Act = true }
 
-// int8Act reports whether format f runs int8 activations in mode m. auto
-// leaves q8 on fp32: its int8 kernels are not faster end to end on any level
-// measured yet (docs/PERF.md "int8 kernels, AVX-512 VNNI").
-func int8Act(m string, f format.Format) bool {
+// int8Act reports whether format f runs int8 activations in mode m at the
+// CPU level isa. auto leaves q8 on fp32 except at avx2 (ActAuto).
+func int8Act(m, isa string, f format.Format) bool {
 	switch m {
 	case ActAuto:
-		return f == format.Q4G64 || f == format.Q5G64 || f == format.Q6G64
+		return f == format.Q4G64 || f == format.Q5G64 || f == format.Q6G64 || (f == format.Q8G32 && isa == "avx2")
 	case ActInt8, ActInt8All:
 		return f == format.Q4G64 || f == format.Q5G64 || f == format.Q6G64 || f == format.Q8G32
 	}
@@ -66,7 +67,7 @@ type q8Kernels interface {
 	matmulQ8(w any, x, y rows, acc bool)
 }
 
-func (k cpuKernels) q8(f format.Format) bool { return int8Act(*k.act, f) }
+func (k cpuKernels) q8(f format.Format) bool { return int8Act(*k.act, k.isa, f) }
 func (k cpuKernels) matmulQ8(w any, x, y rows, acc bool) {
 	if *k.act == ActInt8All {
 		for t0 := 0; t0 < x.t; t0 += cpu.SmallT {

@@ -273,19 +273,23 @@ func TestMatMulInt8ActNonFinite(t *testing.T) {
 	}
 }
 
-// TestInt8ActAutoFormats pins what auto picks: int8 for q4/q5/q6, fp32
-// for q8 (slower in int8 end to end so far) and the non-grouped formats.
+// TestInt8ActAutoFormats pins what auto picks: int8 for q4/q5/q6, q8 int8
+// at avx2 only (slower in int8 end to end at avx512), fp32 for the
+// non-grouped formats.
 func TestInt8ActAutoFormats(t *testing.T) {
-	for _, f := range allFormats {
-		want := f == format.Q4G64 || f == format.Q5G64 || f == format.Q6G64
-		if got := int8Act(ActAuto, f); got != want {
-			t.Errorf("auto/%s: int8 %v, want %v", f, got, want)
-		}
-		if got, want := int8Act(ActInt8, f), want || f == format.Q8G32; got != want {
-			t.Errorf("int8/%s: int8 %v, want %v", f, got, want)
-		}
-		if int8Act(ActFP32, f) {
-			t.Errorf("fp32/%s: int8", f)
+	for _, isa := range []string{"scalar", "avx2", "avx512"} {
+		for _, f := range allFormats {
+			q46 := f == format.Q4G64 || f == format.Q5G64 || f == format.Q6G64
+			want := q46 || (f == format.Q8G32 && isa == "avx2")
+			if got := int8Act(ActAuto, isa, f); got != want {
+				t.Errorf("auto/%s/%s: int8 %v, want %v", isa, f, got, want)
+			}
+			if got, want := int8Act(ActInt8, isa, f), q46 || f == format.Q8G32; got != want {
+				t.Errorf("int8/%s/%s: int8 %v, want %v", isa, f, got, want)
+			}
+			if int8Act(ActFP32, isa, f) {
+				t.Errorf("fp32/%s/%s: int8", isa, f)
+			}
 		}
 	}
 }
