@@ -443,6 +443,47 @@ func TestMatMulInt8ActSmallTMatchesGEMV(t *testing.T) {
 	}
 }
 
+// TestMatMulSmallTPassesMatchGEMV: at a K whose per-token activations
+// outgrow L1 (6144: the 2B shape's MLP down projection) the small-T routes
+// split the tokens into passes over chunks of rows (weights.c
+// mm_pass_tokens, mm_pass_rows); every token still equals its T = 1 GEMV
+// bit for bit, on fp32 and int8 activations, across several row chunks.
+func TestMatMulSmallTPassesMatchGEMV(t *testing.T) {
+	streams := numtest.NewSource(t)
+	for _, b := range cpuBackends(t) {
+		for _, f := range q8Formats {
+			r := streams.Stream(b.Name(), string(f))
+			const n, k, T = 150, 6144, 9
+			w := prep(t, b, randPacked(r, f, n, k))
+			x := randn(r, T*k, 1)
+			xv := put(t, b, x)
+			for _, act := range []string{ActFP32, ActInt8} {
+				if err := b.SetActivations(act); err != nil {
+					t.Fatal(err)
+				}
+				want := make([]float32, T*n)
+				for tt := range T {
+					one, yv := put(t, b, x[tt*k:(tt+1)*k]), put(t, b, make([]float32, n))
+					b.MatMul(Dense(yv, 1, n), Dense(one, 1, k), w, false)
+					copy(want[tt*n:], get(t, b, yv, n))
+				}
+				for _, nt := range []int{2, 3, 4, 5, T} {
+					yv := put(t, b, make([]float32, nt*n))
+					b.MatMul(Dense(yv, nt, n), Dense(xv, nt, k), w, false)
+					for i, v := range get(t, b, yv, nt*n) {
+						if math.Float32bits(v) != math.Float32bits(want[i]) || math.IsNaN(float64(v)) {
+							t.Fatalf("%s/%s/%s/T=%d: y[%d,%d] = %g, T=1 gives %g", b.Name(), f, act, nt, i/n, i%n, v, want[i])
+						}
+					}
+				}
+			}
+		}
+		if err := b.SetActivations(ActFP32); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkMatMulInt8ActStream is the decode GEMV as the model sees it:
 // T = 1 over 48 distinct copies of a [3072,1024] matrix (40–120 MB, more
 // than the L3 of the machines measured), one after the other, so the
