@@ -484,6 +484,40 @@ func TestMatMulSmallTPassesMatchGEMV(t *testing.T) {
 	}
 }
 
+// BenchmarkMatMulSmallTWidth is a verify pass's matmul at the 2B shape's
+// widest K (the MLP down projection, [2048, 6144]) and its transpose, for
+// T = 1..5 tokens, int8 activations, one thread (docs/PERF.md "token passes
+// when the activations outgrow L1").
+func BenchmarkMatMulSmallTWidth(b *testing.B) {
+	for _, isa := range []string{"avx2", "avx512"} {
+		be, err := NewCPU(CPUOptions{Threads: 1, ISA: isa})
+		if err != nil {
+			b.Logf("skipping %s: %v", isa, err)
+			continue
+		}
+		defer be.Close()
+		if err := be.SetActivations(ActInt8); err != nil {
+			b.Fatal(err)
+		}
+		r := numtest.NewSource(b).Stream(isa)
+		for _, sh := range [][2]int{{2048, 6144}, {6144, 2048}} {
+			n, k := sh[0], sh[1]
+			for _, f := range []format.Format{format.Q5G64, format.Q6G64} {
+				w := prepB(b, be, randPacked(r, f, n, k))
+				for T := 1; T <= 5; T++ {
+					xv, yv := putB(b, be, randn(r, T*k, 1)), putB(b, be, make([]float32, T*n))
+					b.Run(fmt.Sprintf("%s/%dx%d/%s/T=%d", isa, n, k, f, T), func(b *testing.B) {
+						for b.Loop() {
+							be.MatMul(Dense(yv, T, n), Dense(xv, T, k), w, false)
+						}
+						b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e3, "µs/op")
+					})
+				}
+			}
+		}
+	}
+}
+
 // BenchmarkMatMulInt8ActStream is the decode GEMV as the model sees it:
 // T = 1 over 48 distinct copies of a [3072,1024] matrix (40–120 MB, more
 // than the L3 of the machines measured), one after the other, so the
