@@ -336,6 +336,44 @@ static int64_t mm_pass_rows(const ni_weight *w) {
     return r < 1 ? 1 : r;
 }
 
+/* Row n's base codes, high bits and fp16 group scales (the q4–q8 planes). */
+typedef struct {
+    const uint8_t *base, *high, *scales;
+} mm_planes;
+
+static inline mm_planes mm_row_planes(const ni_weight *w, int64_t n) {
+    int64_t gi = n * w->gpr;
+    mm_planes r = {w->data + gi * w->base_bytes, w->data + w->high_off + gi * w->high_bytes,
+                   w->data + w->scale_off + 2 * gi};
+    return r;
+}
+
+/* The passes of a small-T route over rows [n0, n1): for each chunk of rows
+ * [nc, ne), each pass of tokens [t0, t0 + nt). mm_pass_next advances to the
+ * next one and returns 0 after the last. */
+typedef struct {
+    int64_t n1, T, rchunk, nc, ne, t0;
+    int ntb, nt;
+} mm_pass;
+
+static mm_pass mm_pass_init(const ni_weight *w, int64_t n0, int64_t n1, int64_t T, int64_t token_bytes) {
+    mm_pass p = {n1, T, mm_pass_rows(w), n0, n0, 0, mm_pass_tokens(T, token_bytes), 0};
+    p.ne = n0 + p.rchunk < n1 ? n0 + p.rchunk : n1;
+    p.t0 = -p.ntb; /* the first mm_pass_next starts chunk n0 at token 0 */
+    return p;
+}
+
+static int mm_pass_next(mm_pass *p) {
+    p->t0 += p->ntb;
+    if (p->t0 >= p->T) {
+        p->nc = p->ne, p->t0 = 0;
+        p->ne = p->nc + p->rchunk < p->n1 ? p->nc + p->rchunk : p->n1;
+    }
+    if (p->nc >= p->n1) return 0;
+    p->nt = (int)(p->T - p->t0 < p->ntb ? p->T - p->t0 : p->ntb);
+    return 1;
+}
+
 static void mm_small_fused(const mm_args *a, int64_t n0, int64_t n1, int tid) {
     const ni_weight *w = a->w;
     int64_t K = w->k, T = a->x.t, ld = a->x.ld;
@@ -357,29 +395,24 @@ static void mm_small_fused(const mm_args *a, int64_t n0, int64_t n1, int tid) {
     int64_t full = K / w->group;
     int tail = (int)(K - full * w->group);
     float *buf = ni_tmp(a->c, tid, w->group);
-    const int ntb = mm_pass_tokens(T, 4 * K);
-    const int64_t rchunk = mm_pass_rows(w);
-    for (int64_t nc = n0; nc < n1; nc += rchunk) {
-        const int64_t ne = nc + rchunk < n1 ? nc + rchunk : n1;
-        for (int64_t t0 = 0; t0 < T; t0 += ntb) {
-            const int nt = (int)(T - t0 < ntb ? T - t0 : ntb);
-            for (int64_t n = nc; n < ne; n++) {
-                int64_t gi = n * w->gpr;
-                const uint8_t *base = w->data + gi * w->base_bytes, *high = w->data + w->high_off + gi * w->high_bytes;
-                const uint8_t *scales = w->data + w->scale_off + 2 * gi;
-                if (tail) decode_group_int(NI_ISA_AVX2, w, gi + full, tail, buf);
-                const float *x = a->x.p + t0 * ld;
-                if (a->xp)
-                    (a->vbmi ? ni_dot_groups_perm_vbmi : ni_dot_groups_perm_avx512)((int)w->bits, base, high, scales, full,
-                                                                                     a->xp + t0 * a->ldp, a->ldp, nt, out);
-                else if (a->c->isa == NI_ISA_AVX512)
-                    ni_dot_groups_multi_avx512((int)w->bits, base, high, scales, full, x, ld, nt, out);
-                else ni_dot_groups_multi_avx2((int)w->bits, base, high, scales, full, x, ld, nt, out);
-                for (int j = 0; j < nt; j++) {
-                    float v = out[j];
-                    if (tail) v += ni_dot(a->c->isa, buf, x + j * ld + full * w->group, tail);
-                    mm_store(a, t0 + j, n, v);
-                }
+    for (mm_pass p = mm_pass_init(w, n0, n1, T, 4 * K); mm_pass_next(&p);) {
+        const int64_t t0 = p.t0;
+        const int nt = p.nt;
+        for (int64_t n = p.nc; n < p.ne; n++) {
+            const mm_planes rp = mm_row_planes(w, n);
+            const uint8_t *base = rp.base, *high = rp.high, *scales = rp.scales;
+            if (tail) decode_group_int(NI_ISA_AVX2, w, n * w->gpr + full, tail, buf);
+            const float *x = a->x.p + t0 * ld;
+            if (a->xp)
+                (a->vbmi ? ni_dot_groups_perm_vbmi : ni_dot_groups_perm_avx512)((int)w->bits, base, high, scales, full,
+                                                                                 a->xp + t0 * a->ldp, a->ldp, nt, out);
+            else if (a->c->isa == NI_ISA_AVX512)
+                ni_dot_groups_multi_avx512((int)w->bits, base, high, scales, full, x, ld, nt, out);
+            else ni_dot_groups_multi_avx2((int)w->bits, base, high, scales, full, x, ld, nt, out);
+            for (int j = 0; j < nt; j++) {
+                float v = out[j];
+                if (tail) v += ni_dot(a->c->isa, buf, x + j * ld + full * w->group, tail);
+                mm_store(a, t0 + j, n, v);
             }
         }
     }
@@ -627,41 +660,37 @@ static void mm_q8(const mm_args *a, int64_t n0, int64_t n1) {
         }
         return;
     }
-    const int ntb = mm_pass_tokens(T, kpad * (a->xo ? 3 : 2)); /* codes, expanded scales (and offset lanes) */
-    const int64_t rchunk = mm_pass_rows(w);
-    for (int64_t nc = n0; nc < n1; nc += rchunk) {
-        const int64_t ne = nc + rchunk < n1 ? nc + rchunk : n1;
-        for (int64_t t0 = 0; t0 < T; t0 += ntb) {
-            const int nt = (int)(T - t0 < ntb ? T - t0 : ntb);
-            for (int64_t n = nc; n < ne; n++) {
-                int64_t gi = n * w->gpr;
-                const uint8_t *base = w->data + gi * w->base_bytes, *high = w->data + w->high_off + gi * w->high_bytes;
-                const uint8_t *scales = w->data + w->scale_off + 2 * gi;
-                const int8_t *xq = a->xq + t0 * kpad;
-                const float *xs = a->xs + t0 * nbk, *xe = a->xe + t0 * 8 * nbk;
-                if (perm && vnni)
-                    (a->vbmi ? ni_q8p_groups_multi_vnni_vbmi : ni_q8p_groups_multi_vnni)(
-                        (int)w->bits, base, high, scales, ngroups, xq, kpad, a->xo + t0 * (kpad / 4), kpad / 4, xe, 8 * nbk,
-                        nt, out);
-                else if (perm && isa == NI_ISA_AVX512)
-                    ni_q8p_groups_multi_avx512((int)w->bits, base, high, scales, ngroups, xq, kpad, xe, 8 * nbk, nt, out);
-                else if (isa == NI_ISA_AVX2 && a->xo)
-                    ni_q8u_groups_multi_avx2((int)w->bits, base, high, scales, ngroups, xq, kpad, a->xo + t0 * (kpad / 4),
-                                             kpad / 4, xe, 8 * nbk, nt, out);
-                else if (perm)
-                    ni_q8p_groups_multi_avx2((int)w->bits, base, high, scales, ngroups, xq, kpad, xe, 8 * nbk, nt, out);
-                else if (vnni && a->xo && w->bits == 8)
-                    ni_q8w_multi_vnni(base, scales, ngroups, xq, kpad, a->xo + t0 * (kpad / 4), kpad / 4, xe, 8 * nbk, nt,
-                                      out);
-                else if (vnni) ni_q8_groups_multi_vnni((int)w->bits, base, high, scales, ngroups, xq, kpad, xe, 8 * nbk, nt, out);
-                else if (isa == NI_ISA_AVX512)
-                    ni_q8_groups_multi_avx512((int)w->bits, base, high, scales, ngroups, xq, kpad, xe, 8 * nbk, nt, out);
-                else if (isa == NI_ISA_AVX2)
-                    ni_q8_groups_multi_avx2((int)w->bits, base, high, scales, ngroups, xq, kpad, xe, 8 * nbk, nt, out);
-                else
-                    for (int j = 0; j < nt; j++) out[j] = q8_row_scalar(w, n, ngroups, xq + j * kpad, xs + j * nbk);
-                for (int j = 0; j < nt; j++) mm_store(a, t0 + j, n, out[j]);
-            }
+    const int64_t token_bytes = kpad * (a->xo ? 3 : 2); /* codes, expanded scales (and offset lanes) */
+    for (mm_pass p = mm_pass_init(w, n0, n1, T, token_bytes); mm_pass_next(&p);) {
+        const int64_t t0 = p.t0;
+        const int nt = p.nt;
+        for (int64_t n = p.nc; n < p.ne; n++) {
+            const mm_planes rp = mm_row_planes(w, n);
+            const uint8_t *base = rp.base, *high = rp.high, *scales = rp.scales;
+            const int8_t *xq = a->xq + t0 * kpad;
+            const float *xs = a->xs + t0 * nbk, *xe = a->xe + t0 * 8 * nbk;
+            if (perm && vnni)
+                (a->vbmi ? ni_q8p_groups_multi_vnni_vbmi : ni_q8p_groups_multi_vnni)(
+                    (int)w->bits, base, high, scales, ngroups, xq, kpad, a->xo + t0 * (kpad / 4), kpad / 4, xe, 8 * nbk,
+                    nt, out);
+            else if (perm && isa == NI_ISA_AVX512)
+                ni_q8p_groups_multi_avx512((int)w->bits, base, high, scales, ngroups, xq, kpad, xe, 8 * nbk, nt, out);
+            else if (isa == NI_ISA_AVX2 && a->xo)
+                ni_q8u_groups_multi_avx2((int)w->bits, base, high, scales, ngroups, xq, kpad, a->xo + t0 * (kpad / 4),
+                                         kpad / 4, xe, 8 * nbk, nt, out);
+            else if (perm)
+                ni_q8p_groups_multi_avx2((int)w->bits, base, high, scales, ngroups, xq, kpad, xe, 8 * nbk, nt, out);
+            else if (vnni && a->xo && w->bits == 8)
+                ni_q8w_multi_vnni(base, scales, ngroups, xq, kpad, a->xo + t0 * (kpad / 4), kpad / 4, xe, 8 * nbk, nt,
+                                  out);
+            else if (vnni) ni_q8_groups_multi_vnni((int)w->bits, base, high, scales, ngroups, xq, kpad, xe, 8 * nbk, nt, out);
+            else if (isa == NI_ISA_AVX512)
+                ni_q8_groups_multi_avx512((int)w->bits, base, high, scales, ngroups, xq, kpad, xe, 8 * nbk, nt, out);
+            else if (isa == NI_ISA_AVX2)
+                ni_q8_groups_multi_avx2((int)w->bits, base, high, scales, ngroups, xq, kpad, xe, 8 * nbk, nt, out);
+            else
+                for (int j = 0; j < nt; j++) out[j] = q8_row_scalar(w, n, ngroups, xq + j * kpad, xs + j * nbk);
+            for (int j = 0; j < nt; j++) mm_store(a, t0 + j, n, out[j]);
         }
     }
 }

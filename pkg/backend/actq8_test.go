@@ -313,13 +313,7 @@ func TestParseActivations(t *testing.T) {
 // on one thread: go test ./pkg/backend -run '^$' -bench MatMulInt8Act.
 func BenchmarkMatMulInt8Act(b *testing.B) {
 	const n, k = 3072, 1024
-	for _, isa := range []string{"avx2", "avx512"} {
-		be, err := NewCPU(CPUOptions{Threads: 1, ISA: isa})
-		if err != nil {
-			b.Logf("skipping %s: %v", isa, err)
-			continue
-		}
-		defer be.Close()
+	forBenchLevels(b, 1, func(isa string, be *CPU) {
 		r := numtest.NewSource(b).Stream(isa)
 		for _, f := range q8Formats {
 			w := prepB(b, be, randPacked(r, f, n, k))
@@ -338,7 +332,7 @@ func BenchmarkMatMulInt8Act(b *testing.B) {
 				}
 			}
 		}
-	}
+	})
 }
 
 func prepB(b *testing.B, be Backend, p packed) *Weight {
@@ -484,18 +478,26 @@ func TestMatMulSmallTPassesMatchGEMV(t *testing.T) {
 	}
 }
 
+// forBenchLevels runs f on a CPU backend of each SIMD level this machine
+// has (threads threads), skipping the others with a log line.
+func forBenchLevels(b *testing.B, threads int, f func(isa string, be *CPU)) {
+	for _, isa := range []string{"avx2", "avx512"} {
+		be, err := NewCPU(CPUOptions{Threads: threads, ISA: isa})
+		if err != nil {
+			b.Logf("skipping %s: %v", isa, err)
+			continue
+		}
+		f(isa, be)
+		be.Close()
+	}
+}
+
 // BenchmarkMatMulSmallTWidth is a verify pass's matmul at the 2B shape's
 // widest K (the MLP down projection, [2048, 6144]) and its transpose, for
 // T = 1..5 tokens, int8 activations, one thread (docs/PERF.md "token passes
 // when the activations outgrow L1").
 func BenchmarkMatMulSmallTWidth(b *testing.B) {
-	for _, isa := range []string{"avx2", "avx512"} {
-		be, err := NewCPU(CPUOptions{Threads: 1, ISA: isa})
-		if err != nil {
-			b.Logf("skipping %s: %v", isa, err)
-			continue
-		}
-		defer be.Close()
+	forBenchLevels(b, 1, func(isa string, be *CPU) {
 		if err := be.SetActivations(ActInt8); err != nil {
 			b.Fatal(err)
 		}
@@ -515,7 +517,7 @@ func BenchmarkMatMulSmallTWidth(b *testing.B) {
 				}
 			}
 		}
-	}
+	})
 }
 
 // BenchmarkMatMulInt8ActStream is the decode GEMV as the model sees it:
