@@ -814,6 +814,20 @@ static int fp32_perm(int isa, const ni_weight *w) {
     return !(e && strcmp(e, "0") == 0);
 }
 
+/* The int8 route's per-token arrays (expanded scales, codes, offset lanes)
+ * have token rows kpad bytes apart, a multiple of 2 KiB at the usual K, so
+ * at a common 4 KiB phase every token row of all three would fall on the
+ * same two L1 set offsets: 12 streams at T = 4 (measured, [24576, 2048] q6,
+ * one thread: T = 4 at 126–129 ns a row, 107–109 with the arrays at
+ * different phases). q8_phase(off, ph) is the first offset ≥ off (in
+ * floats) at phase ph mod 4 KiB. */
+#define Q8_PHASE 336 /* floats: 1344 bytes, 21 cache lines */
+static int64_t q8_phase(int64_t off, int64_t ph) {
+    const int64_t page = 1024; /* floats */
+    int64_t d = ((ph - off) % page + page) % page;
+    return off + d;
+}
+
 void ni_matmul(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accumulate) {
     ni_matmul_act(c, w, x, y, accumulate, NI_ACT_F32);
 }
@@ -825,10 +839,15 @@ void ni_matmul_act(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accu
     mm_args a = {c, w, x, y, accumulate, (int)per, 0};
     if (act == NI_ACT_Q8 && w->bits && x.t <= NI_SMALL_T) { /* quantize each token row once */
         int64_t kpad = w->kpad, nbk = kpad / 32;
-        float *sh = ni_shared(c, 9 * x.t * nbk + (x.t * kpad + 3) / 4 + x.t * kpad / 4);
-        float *xs = sh, *xe = sh + x.t * nbk;
-        int8_t *xq = (int8_t *)(xe + 8 * x.t * nbk);
-        int32_t *xo = (int32_t *)(xe + 8 * x.t * nbk + (x.t * kpad + 3) / 4);
+        /* xs, then the expanded scales, codes and offset lanes, each of
+         * the last three starting 1344 bytes further in the 4 KiB page
+         * phase than the one before (q8_phase) */
+        const int64_t oxe = x.t * nbk, nxe = 8 * x.t * nbk, nxq = (x.t * kpad + 3) / 4, nxo = x.t * kpad / 4;
+        const int64_t oxq = q8_phase(oxe + nxe, oxe + Q8_PHASE), oxo = q8_phase(oxq + nxq, oxe + 2 * Q8_PHASE);
+        float *sh = ni_shared(c, oxo + nxo);
+        float *xs = sh, *xe = sh + oxe;
+        int8_t *xq = (int8_t *)(sh + oxq);
+        int32_t *xo = (int32_t *)(sh + oxo);
         for (int64_t t = 0; t < x.t; t++) q8_quantize(c->isa, x.p + t * x.ld, w->k, kpad, xq + t * kpad, xs + t * nbk);
         a.perm = q8_perm(c->isa, (int)w->bits);
         a.vbmi = a.perm && perm_vbmi(c->isa, w);
