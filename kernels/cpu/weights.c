@@ -315,16 +315,18 @@ static void mm_small_fp(const mm_args *a, int64_t n0, int64_t n1) {
  * shape: K = 6144, 18 KB of int8 codes, offset lanes and scales a token,
  * 72 KB for a 4-token verify) every row refetches them from L2: measured
  * there, one thread, T = 4 cost 912 µs against 537 at T = 3. So the tokens
- * are split into balanced passes of at most MM_PASS_ACT bytes of
- * activations, each pass sweeping a chunk of rows whose weights (at most
+ * are split into balanced passes of at most MM_PASS_ACT bytes of int8
+ * activations (MM_PASS_ACT_F32 of fp32 ones: measured, the fp32 routes lose
+ * L1 earlier), each pass sweeping a chunk of rows whose weights (at most
  * MM_PASS_ROWS bytes) stay in L2 for the next pass. A token's result is the
  * same whatever the pass (the kernels compute each token on its own), so
  * this changes no result. */
 #define MM_PASS_ACT (56 << 10)
+#define MM_PASS_ACT_F32 (28 << 10) /* fp32 rows: [24576, 2048] q8 at T = 4, 32 KB a pass, 267–285 ns a row; in two passes 168–178 */
 #define MM_PASS_ROWS (256 << 10)
 
-static int mm_pass_tokens(int64_t T, int64_t token_bytes) {
-    int64_t passes = (T * token_bytes + MM_PASS_ACT - 1) / MM_PASS_ACT;
+static int mm_pass_tokens(int64_t T, int64_t token_bytes, int64_t budget) {
+    int64_t passes = (T * token_bytes + budget - 1) / budget;
     if (passes < 1) passes = 1;
     int64_t nt = (T + passes - 1) / passes;
     return (int)(nt < 1 ? 1 : nt > NI_MT_TOKENS ? NI_MT_TOKENS : nt);
@@ -356,8 +358,9 @@ typedef struct {
     int ntb, nt;
 } mm_pass;
 
-static mm_pass mm_pass_init(const ni_weight *w, int64_t n0, int64_t n1, int64_t T, int64_t token_bytes) {
-    mm_pass p = {n1, T, mm_pass_rows(w), n0, n0, 0, mm_pass_tokens(T, token_bytes), 0};
+static mm_pass mm_pass_init(const ni_weight *w, int64_t n0, int64_t n1, int64_t T, int64_t token_bytes,
+                            int64_t budget) {
+    mm_pass p = {n1, T, mm_pass_rows(w), n0, n0, 0, mm_pass_tokens(T, token_bytes, budget), 0};
     p.ne = n0 + p.rchunk < n1 ? n0 + p.rchunk : n1;
     p.t0 = -p.ntb; /* the first mm_pass_next starts chunk n0 at token 0 */
     return p;
@@ -395,7 +398,7 @@ static void mm_small_fused(const mm_args *a, int64_t n0, int64_t n1, int tid) {
     int64_t full = K / w->group;
     int tail = (int)(K - full * w->group);
     float *buf = ni_tmp(a->c, tid, w->group);
-    for (mm_pass p = mm_pass_init(w, n0, n1, T, 4 * K); mm_pass_next(&p);) {
+    for (mm_pass p = mm_pass_init(w, n0, n1, T, 4 * K, MM_PASS_ACT_F32); mm_pass_next(&p);) {
         const int64_t t0 = p.t0;
         const int nt = p.nt;
         for (int64_t n = p.nc; n < p.ne; n++) {
@@ -661,7 +664,7 @@ static void mm_q8(const mm_args *a, int64_t n0, int64_t n1) {
         return;
     }
     const int64_t token_bytes = kpad * (a->xo ? 3 : 2); /* codes, expanded scales (and offset lanes) */
-    for (mm_pass p = mm_pass_init(w, n0, n1, T, token_bytes); mm_pass_next(&p);) {
+    for (mm_pass p = mm_pass_init(w, n0, n1, T, token_bytes, MM_PASS_ACT); mm_pass_next(&p);) {
         const int64_t t0 = p.t0;
         const int nt = p.nt;
         for (int64_t n = p.nc; n < p.ne; n++) {
