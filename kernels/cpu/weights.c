@@ -305,10 +305,6 @@ static void mm_small_fp(const mm_args *a, int64_t n0, int64_t n1) {
         }
 }
 
-/* Small T, grouped-integer (AVX2) or bf16 weights: fused multi-token GEMV.
- * Each row is streamed once per block of NI_MT_TOKENS tokens (the row stays
- * in L1 between blocks); its codes are decoded in registers and feed every
- * token of the block. A token's value is bit-identical to the T = 1 GEMV. */
 /* The small-T routes stream each weight row once for a pass of up to
  * NI_MT_TOKENS tokens, and every row of the pass reads all of those tokens'
  * activations. When they outgrow L1 (the MLP down projection at the 2B
@@ -377,6 +373,10 @@ static int mm_pass_next(mm_pass *p) {
     return 1;
 }
 
+/* Small T, grouped-integer (AVX2) or bf16 weights: fused multi-token GEMV.
+ * Each row is streamed once per block of NI_MT_TOKENS tokens (the row stays
+ * in L1 between blocks); its codes are decoded in registers and feed every
+ * token of the block. A token's value is bit-identical to the T = 1 GEMV. */
 static void mm_small_fused(const mm_args *a, int64_t n0, int64_t n1, int tid) {
     const ni_weight *w = a->w;
     int64_t K = w->k, T = a->x.t, ld = a->x.ld;
@@ -794,7 +794,6 @@ static int q8w_legacy(void) {
     return e && strcmp(e, "legacy") == 0;
 }
 
-
 /* Whether the permuted q5/q6 kernels take their high bits by AVX-512 VBMI
  * (perm_high.h; bit-identical to BMI2 pext): at AVX-512 on a CPU with
  * AVX512_VBMI, unless NINFER_CPU_VBMI=0 (comparison and test switch). */
@@ -815,6 +814,15 @@ static int fp32_perm(int isa, const ni_weight *w) {
     if (!__builtin_cpu_supports("bmi2")) return 0;
     const char *e = getenv("NINFER_CPU_FP32PERM");
     return !(e && strcmp(e, "0") == 0);
+}
+
+/* The lane stored at position l of a 64-value group in layout perm
+ * (q8_perm): 1 even lanes first; 2 r-order (avx2.c dec_r6): position
+ * 32o + 16h + 8ρ + p holds lane 32h + 4p + 2ρ + o. */
+static int q8_perm_lane(int perm, int l) {
+    if (perm == 1) return l < 32 ? 2 * l : 2 * (l - 32) + 1;
+    int o = l >> 5, h = (l >> 4) & 1, rho = (l >> 3) & 1, p = l & 7;
+    return 32 * h + 4 * p + 2 * rho + o;
 }
 
 /* The int8 route's per-token arrays (expanded scales, codes, offset lanes)
@@ -858,19 +866,10 @@ void ni_matmul_act(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accu
         a.rows4 = rows4 && strcmp(rows4, "1") == 0;
         for (int64_t i = 0; i < x.t * nbk; i += 2) /* kpad/32 is even: blocks come in pairs */
             for (int l = 0; l < 16; l++) xe[8 * i + l] = xs[i + (a.perm ? (l >> 2) & 1 : l >> 3)];
-        if (a.perm == 1) { /* even lanes first within each 64-value group */
+        if (a.perm) { /* each 64-value group's codes in the layout's lane order */
             int8_t tmp[64];
             for (int64_t i = 0; i < x.t * kpad; i += 64) {
-                for (int l = 0; l < 32; l++) tmp[l] = xq[i + 2 * l], tmp[32 + l] = xq[i + 2 * l + 1];
-                memcpy(xq + i, tmp, 64);
-            }
-        } else if (a.perm == 2) { /* r-order (avx2.c dec_r6): lane 32h + 4p + 2ρ + o at 32o + 16h + 8ρ + p */
-            int8_t tmp[64];
-            for (int64_t i = 0; i < x.t * kpad; i += 64) {
-                for (int l = 0; l < 64; l++) {
-                    int o = l >> 5, h = (l >> 4) & 1, rho = (l >> 3) & 1, p = l & 7;
-                    tmp[l] = xq[i + 32 * h + 4 * p + 2 * rho + o];
-                }
+                for (int l = 0; l < 64; l++) tmp[l] = xq[i + q8_perm_lane(a.perm, l)];
                 memcpy(xq + i, tmp, 64);
             }
         }
