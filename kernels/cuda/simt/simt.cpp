@@ -41,9 +41,15 @@ namespace {
 
 #ifndef NI_SIMT_USE_UCONTEXT
 /* void ni_simt_switch(void **save_sp, void *load_sp): saves the callee-saved
- * registers, mxcsr and the x87 control word on the current stack, stores rsp
- * in *save_sp, switches to load_sp and restores the same set from there. No
- * system calls (the signal mask is per OS thread and never changes). */
+ * general registers on the current stack, stores rsp in *save_sp, switches to
+ * load_sp and restores the same set from there. No system calls (the signal
+ * mask is per OS thread and never changes). MXCSR and the x87 control word are
+ * not switched: every fiber of an OS thread runs under that thread's values
+ * (their sticky exception flags are shared too; nothing reads them),
+ * which nothing in the harness or a kernel changes (CUDA has no rounding-mode
+ * state; fiber_entry fails a thread that returns with them changed). Saving
+ * them cost ~80 % of a switch (stmxcsr/fldcw are microcoded), a fifth of the
+ * run time of the warp-heavy sampling kernel. */
 extern "C" void ni_simt_switch(void **save_sp, void *load_sp);
 asm(R"(
     .text
@@ -58,14 +64,8 @@ ni_simt_switch:
     pushq %r13
     pushq %r14
     pushq %r15
-    subq $8, %rsp
-    stmxcsr (%rsp)
-    fnstcw 4(%rsp)
     movq %rsp, (%rdi)
     movq %rsi, %rsp
-    ldmxcsr (%rsp)
-    fldcw 4(%rsp)
-    addq $8, %rsp
     popq %r15
     popq %r14
     popq %r13
@@ -83,15 +83,10 @@ static inline void ctx_switch(Ctx *from, Ctx *to) { ni_simt_switch(&from->sp, to
 static void ctx_init(Ctx *c, char *lo, size_t size, void (*entry)()) {
     uintptr_t top = ((uintptr_t)lo + size) & ~(uintptr_t)15;
     uintptr_t *s = (uintptr_t *)top;
-    uint32_t mxcsr;
-    uint16_t fpucw;
-    asm volatile("stmxcsr %0" : "=m"(mxcsr));
-    asm volatile("fnstcw %0" : "=m"(fpucw));
     s[-1] = 0;                 /* fake return address of entry (never returns) */
     s[-2] = (uintptr_t)entry;  /* `ret` target; rsp ≡ 8 (mod 16) at entry */
     for (int i = 3; i <= 8; i++) s[-i] = 0; /* rbp rbx r12 r13 r14 r15 */
-    s[-9] = (uintptr_t)mxcsr | ((uintptr_t)fpucw << 32);
-    c->sp = &s[-9];
+    c->sp = &s[-8];
 }
 #else
 struct Ctx {
@@ -179,6 +174,14 @@ struct Block : BlockCtx {
 constexpr size_t kMaxSmem = 232448;
 constexpr size_t kPage = 4096;
 constexpr size_t kStackGuard = 16 * 1024; /* below each fiber stack */
+/* Fiber stacks are slots of a multiple of kStaggerSpan bytes, and the top of
+ * fiber i's stack sits (i * 17 mod 1024) cache lines above its nominal top, so
+ * the stack tops of up to 1024 fibers fall in distinct L2 sets (and spread
+ * over every L1 set). Without it every stack top had the same offset within
+ * 4 KiB and 64 KiB: all 512 fibers of a block shared one L1 set and four L2
+ * sets, and a context switch missed to L3. */
+constexpr size_t kStaggerSpan = 64 * 1024;
+static inline size_t stack_stagger(unsigned i) { return (size_t)(i * 17u % 1024u) * 64; }
 
 struct Exec {
     int id;
@@ -425,9 +428,42 @@ static inline void block_and_switch(Fiber *f) {
     __builtin_unreachable();
 }
 
+struct FpControl { /* MXCSR's control bits and the x87 control word (not switched between fibers) */
+    uint32_t mxcsr; /* bits 6-15: DAZ, exception masks, rounding, FTZ; the sticky flags 0-5 are left out */
+    uint16_t x87;
+    bool operator!=(const FpControl &o) const { return mxcsr != o.mxcsr || x87 != o.x87; }
+};
+static inline FpControl fp_control() {
+    FpControl c{0, 0};
+#ifdef __x86_64__
+    asm volatile("stmxcsr %0" : "=m"(c.mxcsr));
+    asm volatile("fnstcw %0" : "=m"(c.x87));
+    c.mxcsr &= ~0x3fu;
+#endif
+    return c;
+}
+static inline void set_fp_control(const FpControl &c) {
+#ifdef __x86_64__
+    uint32_t m;
+    asm volatile("stmxcsr %0" : "=m"(m));
+    m = (m & 0x3fu) | c.mxcsr; /* keep the sticky flags */
+    asm volatile("ldmxcsr %0" ::"m"(m));
+    asm volatile("fldcw %0" ::"m"(c.x87));
+#else
+    (void)c;
+#endif
+}
+
 static void fiber_entry() {
     Block *b = blk();
+    FpControl at_entry = fp_control();
     b->L->inv(b->L->frame);
+    if (FpControl now = fp_control(); now != at_entry) {
+        set_fp_control(at_entry); /* the other fibers and later launches run under the thread's own */
+        fail_thread("returned with the floating-point control state changed (MXCSR control bits 0x%04x -> 0x%04x, "
+                    "x87 control word 0x%04x -> 0x%04x); fibers share their OS thread's, so a kernel must not change it",
+                    at_entry.mxcsr, now.mxcsr, at_entry.x87, now.x87);
+    }
     thread_exit(cur());
 }
 
@@ -449,7 +485,7 @@ static Exec *exec_new(int id) {
     ex->id = id;
     ex->fib = new Fiber[kMaxThreads]();
     ex->stack_size = g_stack_kb * 1024;
-    ex->slot = ex->stack_size + kStackGuard;
+    ex->slot = (ex->stack_size + kStackGuard + kStaggerSpan + kStaggerSpan - 1) / kStaggerSpan * kStaggerSpan;
     ex->stack_region = (char *)map_or_die(ex->slot * kMaxThreads, PROT_READ | PROT_WRITE);
     ex->ready = 0;
     ex->smem_map = ((kMaxSmem + 64 + kPage - 1) / kPage) * kPage + kPage;
@@ -513,7 +549,7 @@ static void run_block(Exec *ex, Launch *L, unsigned long long idx) {
         f.cp.clear();
         f.cp_head = 0;
         f.cp_committed = 0;
-        ctx_init(&f.ctx, f.stack_lo, ex->stack_size, fiber_entry);
+        ctx_init(&f.ctx, f.stack_lo, ex->stack_size + stack_stagger(i), fiber_entry);
     }
     if (g_poison && L->smem) memset(b.dsmem, 0xff, L->smem);
     ex->rq_head = 0;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <fenv.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -713,6 +714,13 @@ __global__ void trap_kernel(int *out) {
     out[0] = 1;
 }
 
+__global__ void fp_control_kernel(int *out) {
+    /* planted: fibers share their OS thread's MXCSR, so a kernel must not change it */
+    if (threadIdx.x == 3) fesetround(FE_TOWARDZERO);
+    out[threadIdx.x] = 1;
+}
+__global__ void fp_round_kernel(int *out) { out[blockIdx.x * 32 + threadIdx.x] = fegetround(); }
+
 static bool expect_fail(const char *kname, int rc, const char *const *needles) {
     if (rc == 0) {
         why("%s: launch succeeded, error expected", kname);
@@ -770,6 +778,15 @@ static bool t_planted_barrier() {
     {
         const char *n[] = {"kernel trap block (2,0,0) thread (7,0,0)", "__trap", nullptr};
         if (!expect_fail("trap", simt::launch("trap", dim3(4), dim3(32), 0, trap_kernel, out), n)) return false;
+    }
+    {
+        const char *n[] = {"kernel fp_control block (0,0,0) thread (3,0,0)", "floating-point control state changed", nullptr};
+        for (int rep = 0; rep < 4; rep++) /* whichever worker runs it */
+            if (!expect_fail("fp_control", simt::launch("fp_control", dim3(1), dim3(32), 0, fp_control_kernel, out), n))
+                return false;
+        /* the harness restored the rounding mode of the thread that ran it */
+        CHECK(simt::launch("fp_round", dim3(8), dim3(32), 0, fp_round_kernel, out) == 0, "launch: %s", simt::last_error());
+        for (int i = 0; i < 8 * 32; i++) CHECK(out[i] == FE_TONEAREST, "thread %d runs with rounding mode %d after the planted change", i, out[i]);
     }
     /* the harness is still usable after errors */
     int *x = dalloc<int>(256, "x");
