@@ -94,6 +94,70 @@ AVX2 void ni_scal_avx2(float a, float *y, int64_t n) {
     for (; i < n; i++) y[i] *= a;
 }
 
+/* ni_gdn_decay_kv / ni_gdn_update_o (ni_cpu.h): columns in blocks of NV
+ * vectors with the result (and δ) in registers across the dk rows; the
+ * last dv mod 8 columns as ni_scal_avx2 / ni_axpy_avx2's scalar tails. */
+#define NI_GDN_COLS(NV, BODY)                                                                                         \
+    for (; d + 8 * (NV) <= dv; d += 8 * (NV)) BODY(NV)
+AVX2 void ni_gdn_decay_kv_avx2(float *S, int dk, int64_t dv, float decay, const float *k, float *kv) {
+    const __m256 dc = _mm256_set1_ps(decay);
+    int64_t d = 0;
+#define NI_GDN_KV(NV)                                                                                                 \
+    {                                                                                                                 \
+        __m256 acc[NV];                                                                                               \
+        for (int v = 0; v < (NV); v++) acc[v] = _mm256_setzero_ps();                                                  \
+        for (int i = 0; i < dk; i++) {                                                                                \
+            float *row = S + (int64_t)i * dv + d;                                                                     \
+            const __m256 ki = _mm256_set1_ps(k[i]);                                                                   \
+            for (int v = 0; v < (NV); v++) {                                                                          \
+                __m256 sv = _mm256_mul_ps(dc, _mm256_loadu_ps(row + 8 * v));                                          \
+                _mm256_storeu_ps(row + 8 * v, sv);                                                                    \
+                acc[v] = _mm256_fmadd_ps(ki, sv, acc[v]);                                                             \
+            }                                                                                                         \
+        }                                                                                                             \
+        for (int v = 0; v < (NV); v++) _mm256_storeu_ps(kv + d + 8 * v, acc[v]);                                      \
+    }
+    NI_GDN_COLS(8, NI_GDN_KV);
+    NI_GDN_COLS(1, NI_GDN_KV);
+#undef NI_GDN_KV
+    for (int64_t e = d; e < dv; e++) kv[e] = 0;
+    for (int i = 0; i < dk && d < dv; i++) {
+        float *row = S + (int64_t)i * dv;
+        for (int64_t e = d; e < dv; e++) row[e] *= decay;
+        for (int64_t e = d; e < dv; e++) kv[e] += k[i] * row[e];
+    }
+}
+
+AVX2 void ni_gdn_update_o_avx2(float *S, int dk, int64_t dv, const float *k, const float *delta, const float *q,
+                               float *o) {
+    int64_t d = 0;
+#define NI_GDN_O(NV)                                                                                                  \
+    {                                                                                                                 \
+        __m256 acc[NV], dl[NV];                                                                                       \
+        for (int v = 0; v < (NV); v++) acc[v] = _mm256_setzero_ps(), dl[v] = _mm256_loadu_ps(delta + d + 8 * v);     \
+        for (int i = 0; i < dk; i++) {                                                                                \
+            float *row = S + (int64_t)i * dv + d;                                                                     \
+            const __m256 ki = _mm256_set1_ps(k[i]), qi = _mm256_set1_ps(q[i]);                                       \
+            for (int v = 0; v < (NV); v++) {                                                                          \
+                __m256 sv = _mm256_fmadd_ps(ki, dl[v], _mm256_loadu_ps(row + 8 * v));                                 \
+                _mm256_storeu_ps(row + 8 * v, sv);                                                                    \
+                acc[v] = _mm256_fmadd_ps(qi, sv, acc[v]);                                                             \
+            }                                                                                                         \
+        }                                                                                                             \
+        for (int v = 0; v < (NV); v++) _mm256_storeu_ps(o + d + 8 * v, acc[v]);                                       \
+    }
+    NI_GDN_COLS(4, NI_GDN_O);
+    NI_GDN_COLS(1, NI_GDN_O);
+#undef NI_GDN_O
+    for (int64_t e = d; e < dv; e++) o[e] = 0;
+    for (int i = 0; i < dk && d < dv; i++) {
+        float *row = S + (int64_t)i * dv;
+        for (int64_t e = d; e < dv; e++) row[e] += k[i] * delta[e];
+        for (int64_t e = d; e < dv; e++) o[e] += q[i] * row[e];
+    }
+}
+#undef NI_GDN_COLS
+
 /* exp of 8 lanes, about 1 ulp: x = n·ln2 + r (n = rne(x·log2 e), r by a
  * two-constant Cody–Waite reduction, |r| ≤ ln2/2), exp(r) by the degree-7
  * polynomial of Cephes' expf, 2^n applied as two factors 2^⌊n/2⌋·2^(n−⌊n/2⌋)

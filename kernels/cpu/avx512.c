@@ -123,6 +123,71 @@ AVX512 void ni_axpy_rows_avx512(const float *a, int m, const float *X, int64_t l
     }
 }
 
+/* ni_gdn_decay_kv / ni_gdn_update_o (ni_cpu.h): 128 columns a block, the
+ * result (and δ) in registers across the dk rows; full blocks with plain
+ * loads and stores (masked stores are slow on some cores), the last partial
+ * block masked, as ni_scal_avx512 / ni_axpy_avx512's remainders. */
+AVX512 static inline __mmask16 gdn_mask(int64_t d, int64_t dv) {
+    return d + 16 <= dv ? (__mmask16)0xffff : d < dv ? MASK16(dv - d) : (__mmask16)0;
+}
+#define NI_LD(M, P) (full ? _mm512_loadu_ps(P) : _mm512_maskz_loadu_ps(M, P))
+#define NI_ST(M, P, V) (full ? _mm512_storeu_ps(P, V) : _mm512_mask_storeu_ps(P, M, V))
+
+AVX512 static inline __attribute__((always_inline)) void gdn_kv_block(const int full, float *S, int dk, int64_t dv,
+                                                                     int64_t d, __m512 dc, const float *k, float *kv) {
+    __m512 acc[8];
+    __mmask16 m[8];
+    for (int v = 0; v < 8; v++) acc[v] = _mm512_setzero_ps(), m[v] = gdn_mask(d + 16 * v, dv);
+    for (int i = 0; i < dk; i++) {
+        float *row = S + (int64_t)i * dv + d;
+        const __m512 ki = _mm512_set1_ps(k[i]);
+        for (int v = 0; v < 8; v++) {
+            __m512 sv = _mm512_mul_ps(dc, NI_LD(m[v], row + 16 * v));
+            NI_ST(m[v], row + 16 * v, sv);
+            acc[v] = _mm512_fmadd_ps(ki, sv, acc[v]);
+        }
+    }
+    for (int v = 0; v < 8; v++) NI_ST(m[v], kv + d + 16 * v, acc[v]);
+}
+
+AVX512 void ni_gdn_decay_kv_avx512(float *S, int dk, int64_t dv, float decay, const float *k, float *kv) {
+    const __m512 dc = _mm512_set1_ps(decay);
+    int64_t d = 0;
+    for (; d + 128 <= dv; d += 128) gdn_kv_block(1, S, dk, dv, d, dc, k, kv);
+    if (d < dv) gdn_kv_block(0, S, dk, dv, d, dc, k, kv);
+}
+
+AVX512 static inline __attribute__((always_inline)) void gdn_o_block(const int full, float *S, int dk, int64_t dv,
+                                                                    int64_t d, const float *k, const float *delta,
+                                                                    const float *q, float *o) {
+    __m512 acc[8], dl[8];
+    __mmask16 m[8];
+    for (int v = 0; v < 8; v++) {
+        m[v] = gdn_mask(d + 16 * v, dv);
+        acc[v] = _mm512_setzero_ps();
+        dl[v] = NI_LD(m[v], delta + d + 16 * v);
+    }
+    for (int i = 0; i < dk; i++) {
+        float *row = S + (int64_t)i * dv + d;
+        const __m512 ki = _mm512_set1_ps(k[i]), qi = _mm512_set1_ps(q[i]);
+        for (int v = 0; v < 8; v++) {
+            __m512 sv = _mm512_fmadd_ps(ki, dl[v], NI_LD(m[v], row + 16 * v));
+            NI_ST(m[v], row + 16 * v, sv);
+            acc[v] = _mm512_fmadd_ps(qi, sv, acc[v]);
+        }
+    }
+    for (int v = 0; v < 8; v++) NI_ST(m[v], o + d + 16 * v, acc[v]);
+}
+
+AVX512 void ni_gdn_update_o_avx512(float *S, int dk, int64_t dv, const float *k, const float *delta, const float *q,
+                                   float *o) {
+    int64_t d = 0;
+    for (; d + 128 <= dv; d += 128) gdn_o_block(1, S, dk, dv, d, k, delta, q, o);
+    if (d < dv) gdn_o_block(0, S, dk, dv, d, k, delta, q, o);
+}
+#undef NI_LD
+#undef NI_ST
+
 AVX512 void ni_scal_avx512(float a, float *y, int64_t n) {
     __m512 av = _mm512_set1_ps(a);
     int64_t i = 0;

@@ -286,6 +286,31 @@ func Silu(isa int, x, y []float32) {
 	C.ni_silu_vec(C.int(isa), (*C.float)(unsafe.Pointer(&x[0])), (*C.float)(unsafe.Pointer(&y[0])), C.int64_t(len(x)))
 }
 
+// GDNStepRows runs the two fused row passes of a gated delta-rule step
+// (ni_gdn_decay_kv then ni_gdn_update_o) on one head's state S [dk][dv]
+// with the isa level's bodies: S ← decay·S, kv = Sᵀk, S += k·deltaᵀ,
+// o = Sᵀq. A test hook; fused selects the fused bodies, otherwise the
+// row-by-row ni_scal / ni_axpy sequence they must equal bit for bit
+// (ni_gdn_step_rows_ref).
+func GDNStepRows(isa int, fused bool, S []float32, dk, dv int, decay float32, k, delta, q, kv, o []float32) {
+	if len(S) < dk*dv || len(k) < dk || len(q) < dk || len(delta) < dv || len(kv) < dv || len(o) < dv || dv == 0 {
+		panic("cpu: GDNStepRows: short slices")
+	}
+	f := func(x []float32) *C.float {
+		if len(x) == 0 {
+			return nil
+		}
+		return (*C.float)(unsafe.Pointer(&x[0]))
+	}
+	if fused {
+		C.ni_gdn_decay_kv(C.int(isa), f(S), C.int(dk), C.int64_t(dv), C.float(decay), f(k), f(kv))
+		C.ni_gdn_update_o(C.int(isa), f(S), C.int(dk), C.int64_t(dv), f(k), f(delta), f(q), f(o))
+		return
+	}
+	C.ni_gdn_step_rows_ref(C.int(isa), f(S), C.int(dk), C.int64_t(dv), C.float(decay), f(k), f(delta), f(q), f(kv), nil)
+	C.ni_gdn_step_rows_ref(C.int(isa), f(S), C.int(dk), C.int64_t(dv), 0, f(k), f(delta), f(q), nil, f(o))
+}
+
 // F16ToF32 and friends expose the kernels' scalar conversions for tests.
 func F16ToF32(h uint16) float32 { return float32(C.ni_f16_to_f32(C.uint16_t(h))) }
 func F32ToF16(f float32) uint16 { return uint16(C.ni_f32_to_f16(C.float(f))) }

@@ -30,18 +30,9 @@ static void gdn_rec_task(void *a_, int j, int tid) {
     for (int t = 0; t < a->v.t; t++) {
         const float *q = ni_row(a->q, t, kh), *k = ni_row(a->k, t, kh), *v = ni_row(a->v, t, j);
         float decay = expf(ni_row(a->g, t, j)[0]), b = ni_row(a->beta, t, j)[0];
-        memset(kv, 0, (size_t)dv * 4);
-        for (int i = 0; i < dk; i++) {
-            ni_scal(isa, decay, S + (int64_t)i * dv, dv);
-            ni_axpy(isa, k[i], S + (int64_t)i * dv, kv, dv);
-        }
+        ni_gdn_decay_kv(isa, S, dk, dv, decay, k, kv);           /* S ← decay·S; kv = Sᵀk */
         for (int d = 0; d < dv; d++) kv[d] = b * (v[d] - kv[d]); /* δ */
-        float *o = ni_row(a->o, t, j);
-        memset(o, 0, (size_t)dv * 4);
-        for (int i = 0; i < dk; i++) {
-            ni_axpy(isa, k[i], kv, S + (int64_t)i * dv, dv);
-            ni_axpy(isa, q[i], S + (int64_t)i * dv, o, dv);
-        }
+        ni_gdn_update_o(isa, S, dk, dv, k, kv, q, ni_row(a->o, t, j)); /* S += k δᵀ; o = Sᵀq */
         if (a->out_slot == NI_PER_TOKEN) memcpy(a->state + a->slot_stride * t + j * hsz, S, (size_t)hsz * 4);
     }
     if (a->out_slot != NI_PER_TOKEN && !inplace)

@@ -59,6 +59,22 @@ void ni_axpy(int isa, float a, const float *x, float *y, int64_t n); /* y += a·
  * bit-identical to m ni_axpy calls, with y held in registers across them. */
 void ni_axpy_rows(int isa, const float *a, int m, const float *X, int64_t ldx, float *y, int64_t n);
 void ni_scal(int isa, float a, float *y, int64_t n);                  /* y *= a */
+/* The two row passes of a gated delta-rule step over one head's state S
+ * [dk][dv] (delta.c), each one sweep of S with its vector result in
+ * registers:
+ *   ni_gdn_decay_kv:  for each row i in order: S_i ← decay·S_i, then
+ *                     kv += k[i]·S_i (kv starts at 0; so kv = Sᵀk);
+ *   ni_gdn_update_o:  for each row i in order: S_i += k[i]·δ, then
+ *                     o += q[i]·S_i (o starts at 0; so o = Sᵀq).
+ * Per element the same operations in the same order as ni_scal / ni_axpy
+ * row by row (bit-identical to them at every ISA level). */
+void ni_gdn_decay_kv(int isa, float *S, int dk, int64_t dv, float decay, const float *k, float *kv);
+/* The row-by-row reference of both passes (the scalar level's bodies; a
+ * pass runs when its output, kv or o, is not NULL). */
+void ni_gdn_step_rows_ref(int isa, float *S, int dk, int64_t dv, float decay, const float *k, const float *delta,
+                          const float *q, float *kv, float *o);
+void ni_gdn_update_o(int isa, float *S, int dk, int64_t dv, const float *k, const float *delta, const float *q,
+                     float *o);
 /* y[i] = silu(x[i]) = x[i] / (1 + exp(−x[i])); x and y may alias. AVX2 and
  * up use a polynomial exp of about 1 ulp (avx2.c exp256), scalar expf. */
 void ni_silu_vec(int isa, const float *x, float *y, int64_t n);
@@ -72,6 +88,8 @@ void ni_dot4_avx2(const float *w, const float *x, int64_t ldx, int64_t n, float 
 void ni_axpy_avx2(float a, const float *x, float *y, int64_t n);
 void ni_axpy_rows_avx2(const float *a, int m, const float *X, int64_t ldx, float *y, int64_t n);
 void ni_scal_avx2(float a, float *y, int64_t n);
+void ni_gdn_decay_kv_avx2(float *S, int dk, int64_t dv, float decay, const float *k, float *kv);
+void ni_gdn_update_o_avx2(float *S, int dk, int64_t dv, const float *k, const float *delta, const float *q, float *o);
 void ni_silu_avx2(const float *x, float *y, int64_t n);
 float ni_sumsq_avx2(const float *x, int64_t n);
 float ni_dot_bf16_avx2(const uint16_t *w, const float *x, int64_t n);
@@ -110,6 +128,9 @@ void ni_dot4_avx512(const float *w, const float *x, int64_t ldx, int64_t n, floa
 void ni_axpy_avx512(float a, const float *x, float *y, int64_t n);
 void ni_axpy_rows_avx512(const float *a, int m, const float *X, int64_t ldx, float *y, int64_t n);
 void ni_scal_avx512(float a, float *y, int64_t n);
+void ni_gdn_decay_kv_avx512(float *S, int dk, int64_t dv, float decay, const float *k, float *kv);
+void ni_gdn_update_o_avx512(float *S, int dk, int64_t dv, const float *k, const float *delta, const float *q,
+                            float *o);
 float ni_sumsq_avx512(const float *x, int64_t n);
 float ni_dot_bf16_avx512(const uint16_t *w, const float *x, int64_t n);
 void ni_bf16_to_f32_row_avx512(const uint16_t *w, float *out, int64_t n);

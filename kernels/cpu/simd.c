@@ -77,6 +77,49 @@ void ni_scal(int isa, float a, float *y, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] *= a;
 }
 
+void ni_gdn_step_rows_ref(int isa, float *S, int dk, int64_t dv, float decay, const float *k, const float *delta,
+                          const float *q, float *kv, float *o) {
+    if (kv) {
+        memset(kv, 0, (size_t)dv * 4);
+        for (int i = 0; i < dk; i++) {
+            ni_scal(isa, decay, S + (int64_t)i * dv, dv);
+            ni_axpy(isa, k[i], S + (int64_t)i * dv, kv, dv);
+        }
+    }
+    if (o) {
+        memset(o, 0, (size_t)dv * 4);
+        for (int i = 0; i < dk; i++) {
+            ni_axpy(isa, k[i], delta, S + (int64_t)i * dv, dv);
+            ni_axpy(isa, q[i], S + (int64_t)i * dv, o, dv);
+        }
+    }
+}
+
+void ni_gdn_decay_kv(int isa, float *S, int dk, int64_t dv, float decay, const float *k, float *kv) {
+    if (isa == NI_ISA_AVX512) {
+        ni_gdn_decay_kv_avx512(S, dk, dv, decay, k, kv);
+        return;
+    }
+    if (isa == NI_ISA_AVX2) {
+        ni_gdn_decay_kv_avx2(S, dk, dv, decay, k, kv);
+        return;
+    }
+    ni_gdn_step_rows_ref(isa, S, dk, dv, decay, k, NULL, NULL, kv, NULL);
+}
+
+void ni_gdn_update_o(int isa, float *S, int dk, int64_t dv, const float *k, const float *delta, const float *q,
+                     float *o) {
+    if (isa == NI_ISA_AVX512) {
+        ni_gdn_update_o_avx512(S, dk, dv, k, delta, q, o);
+        return;
+    }
+    if (isa == NI_ISA_AVX2) {
+        ni_gdn_update_o_avx2(S, dk, dv, k, delta, q, o);
+        return;
+    }
+    ni_gdn_step_rows_ref(isa, S, dk, dv, 0, k, delta, q, NULL, o);
+}
+
 float ni_sumsq(int isa, const float *x, int64_t n) {
     if (isa == NI_ISA_AVX512) return ni_sumsq_avx512(x, n);
     if (isa == NI_ISA_AVX2) return ni_sumsq_avx2(x, n);
