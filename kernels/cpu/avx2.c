@@ -622,12 +622,15 @@ AVX2 static inline __attribute__((always_inline)) void q8pu_q4_nt(const uint8_t 
 }
 
 AVX2 void ni_q8u_groups_multi_avx2(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
-                                   int64_t ngroups, const int8_t *xq, int64_t ldq, const int32_t *xo, int64_t ldo,
-                                   const float *xe, int64_t lde, int nt, float *out) {
+                                   ni_row_block rb, int64_t ngroups, const int8_t *xq, int64_t ldq,
+                                   const int32_t *xo, int64_t ldo, const float *xe, int64_t lde, int nt, float *out) {
 #undef NI_Q8_NT
 #define NI_Q8_NT(B, NT)                                                                                               \
-    ((B) == 4 ? q8pu_q4_nt(base, scales, ngroups, xq, ldq, xo, ldo, xe, lde, NT, out)                                 \
-              : q8u_groups_nt(B, base, high, scales, ngroups, xq, ldq, xo, ldo, xe, lde, NT, out))
+    for (int r = 0; r < rb.n; r++) {                                                                                  \
+        const uint8_t *br = base + r * rb.base, *hr = high + r * rb.high, *sr = scales + r * rb.scales;              \
+        if ((B) == 4) q8pu_q4_nt(br, sr, ngroups, xq, ldq, xo, ldo, xe, lde, NT, out + r * NI_MT_TOKENS);            \
+        else q8u_groups_nt(B, br, hr, sr, ngroups, xq, ldq, xo, ldo, xe, lde, NT, out + r * NI_MT_TOKENS);           \
+    }
     switch (bits) {
     case 4: NI_Q8_BITS(4);
     case 5: NI_Q8_BITS(5);
@@ -978,11 +981,14 @@ AVX512Q8P void ni_q8p_groups_multi_avx512(int bits, const uint8_t *base, const u
     }
 }
 
-AVX512VNNIP void ni_q8p_groups_multi_vnni(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
-                                         int64_t ngroups, const int8_t *xq, int64_t ldq, const int32_t *xo,
-                                         int64_t ldo, const float *xe, int64_t lde, int nt, float *out) {
+AVX512VNNIP void ni_q8p_groups_multi_vnni(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales, ni_row_block rb,
+                    int64_t ngroups, const int8_t *xq, int64_t ldq, const int32_t *xo, int64_t ldo,
+                    const float *xe, int64_t lde, int nt, float *out) {
 #undef NI_Q8_NT
-#define NI_Q8_NT(B, NT) q8p_vnni_nt(B, base, high, scales, ngroups, xq, ldq, xo, ldo, xe, lde, NT, out)
+#define NI_Q8_NT(B, NT)                                                                                               \
+    for (int r = 0; r < rb.n; r++)                                                                                    \
+    q8p_vnni_nt(B, base + r * rb.base, high + r * rb.high, scales + r * rb.scales, ngroups, xq, ldq, xo, ldo, xe, lde, NT,  \
+          out + r * NI_MT_TOKENS)
     switch (bits) {
     case 4: NI_Q8_BITS(4);
     case 5: NI_Q8_BITS(5);
@@ -990,12 +996,14 @@ AVX512VNNIP void ni_q8p_groups_multi_vnni(int bits, const uint8_t *base, const u
     }
 }
 
-AVX512VNNIVBMIP void ni_q8p_groups_multi_vnni_vbmi(int bits, const uint8_t *base, const uint8_t *high,
-                                                  const uint8_t *scales, int64_t ngroups, const int8_t *xq,
-                                                  int64_t ldq, const int32_t *xo, int64_t ldo, const float *xe,
-                                                  int64_t lde, int nt, float *out) {
+AVX512VNNIVBMIP void ni_q8p_groups_multi_vnni_vbmi(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales, ni_row_block rb,
+                    int64_t ngroups, const int8_t *xq, int64_t ldq, const int32_t *xo, int64_t ldo,
+                    const float *xe, int64_t lde, int nt, float *out) {
 #undef NI_Q8_NT
-#define NI_Q8_NT(B, NT) q8p_vnni_vbmi_nt(B, base, high, scales, ngroups, xq, ldq, xo, ldo, xe, lde, NT, out)
+#define NI_Q8_NT(B, NT)                                                                                               \
+    for (int r = 0; r < rb.n; r++)                                                                                    \
+    q8p_vnni_vbmi_nt(B, base + r * rb.base, high + r * rb.high, scales + r * rb.scales, ngroups, xq, ldq, xo, ldo, xe, lde, NT,  \
+          out + r * NI_MT_TOKENS)
     switch (bits) {
     case 4: NI_Q8_BITS(4);
     case 5: NI_Q8_BITS(5);

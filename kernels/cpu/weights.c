@@ -664,23 +664,40 @@ static void mm_q8(const mm_args *a, int64_t n0, int64_t n1) {
         return;
     }
     const int64_t token_bytes = kpad * (a->xo ? 3 : 2); /* codes, expanded scales (and offset lanes) */
+    /* the offset-binary VNNI and AVX2 bodies take blocks of rows per call */
+    const int blocked = (perm && vnni) || (isa == NI_ISA_AVX2 && a->xo);
     for (mm_pass p = mm_pass_init(w, n0, n1, T, token_bytes, MM_PASS_ACT); mm_pass_next(&p);) {
         const int64_t t0 = p.t0;
         const int nt = p.nt;
+        if (blocked) {
+            enum { RB = 16 };
+            float ob[RB * NI_MT_TOKENS];
+            const int8_t *xq = a->xq + t0 * kpad;
+            const int32_t *xo = a->xo + t0 * (kpad / 4);
+            const float *xe = a->xe + t0 * 8 * nbk;
+            for (int64_t n = p.nc; n < p.ne; n += RB) {
+                const mm_planes rp = mm_row_planes(w, n);
+                const ni_row_block rb = {(int)(p.ne - n < RB ? p.ne - n : RB), w->gpr * w->base_bytes,
+                                         w->gpr * w->high_bytes, 2 * w->gpr};
+                if (isa == NI_ISA_AVX2)
+                    ni_q8u_groups_multi_avx2((int)w->bits, rp.base, rp.high, rp.scales, rb, ngroups, xq, kpad, xo,
+                                             kpad / 4, xe, 8 * nbk, nt, ob);
+                else
+                    (a->vbmi ? ni_q8p_groups_multi_vnni_vbmi : ni_q8p_groups_multi_vnni)(
+                        (int)w->bits, rp.base, rp.high, rp.scales, rb, ngroups, xq, kpad, xo, kpad / 4, xe, 8 * nbk, nt,
+                        ob);
+                for (int r = 0; r < rb.n; r++)
+                    for (int j = 0; j < nt; j++) mm_store(a, t0 + j, n + r, ob[r * NI_MT_TOKENS + j]);
+            }
+            continue;
+        }
         for (int64_t n = p.nc; n < p.ne; n++) {
             const mm_planes rp = mm_row_planes(w, n);
             const uint8_t *base = rp.base, *high = rp.high, *scales = rp.scales;
             const int8_t *xq = a->xq + t0 * kpad;
             const float *xs = a->xs + t0 * nbk, *xe = a->xe + t0 * 8 * nbk;
-            if (perm && vnni)
-                (a->vbmi ? ni_q8p_groups_multi_vnni_vbmi : ni_q8p_groups_multi_vnni)(
-                    (int)w->bits, base, high, scales, ngroups, xq, kpad, a->xo + t0 * (kpad / 4), kpad / 4, xe, 8 * nbk,
-                    nt, out);
-            else if (perm && isa == NI_ISA_AVX512)
+            if (perm && isa == NI_ISA_AVX512)
                 ni_q8p_groups_multi_avx512((int)w->bits, base, high, scales, ngroups, xq, kpad, xe, 8 * nbk, nt, out);
-            else if (isa == NI_ISA_AVX2 && a->xo)
-                ni_q8u_groups_multi_avx2((int)w->bits, base, high, scales, ngroups, xq, kpad, a->xo + t0 * (kpad / 4),
-                                         kpad / 4, xe, 8 * nbk, nt, out);
             else if (perm)
                 ni_q8p_groups_multi_avx2((int)w->bits, base, high, scales, ngroups, xq, kpad, xe, 8 * nbk, nt, out);
             else if (vnni && a->xo && w->bits == 8)
