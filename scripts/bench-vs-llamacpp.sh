@@ -26,7 +26,8 @@
 #        AVX2+FMA+F16C+BMI2 without AVX-512 or AVX-VNNI, in
 #        build/llamacpp/build-avx2, against ninfer with NINFER_CPU_ISA=avx2:
 #        the AVX2-only comparison on an AVX-512 machine; runs in OUT/avx2),
-#        TESTS (full: pp512 tg128 pp2048+tg128 | quick: pp512 tg128),
+#        TESTS (full: pp512 tg128 pp2048+tg128 | quick: pp512 tg128 |
+#        tg: tg128 only),
 #        OUT (build/bench-vs-llamacpp/SHAPE), LLAMACPP_PY_VERSION (0.3.36),
 #        JOBS (build jobs, nproc)
 # needs: go, gcc/g++, cmake (apt-get install cmake when missing and root),
@@ -194,18 +195,20 @@ bw=$("$out/readbw" "$threads")
 log "read bandwidth ($threads threads): $bw GB/s"
 
 # --- interleaved runs ---------------------------------------------------------------
-if [ "$tests" = quick ]; then
-	targs=(-p 512 -n 128)
-else
-	targs=(-p 512 -n 128 -pg 2048,128)
-fi
+case $tests in
+quick) targs=(-p 512 -n 128) ;;
+tg) targs=(-n 128) ;; # llama-bench also gets -p 0 (its default is -p 512)
+*) targs=(-p 512 -n 128 -pg 2048,128) ;;
+esac
+ltargs=("${targs[@]}")
+[ "$tests" = tg ] && ltargs=(-p 0 -n 128)
 pairs=("Q8_0|q8" "Q4_0|groupwise-int")
 rm -f "$runs"/r*-*.json
 for ((r = 1; r <= rounds; r++)); do
 	for p in "${pairs[@]}"; do
 		lq=${p%%|*} nr=${p##*|}
 		log "round $r/$rounds: llama-bench $lq"
-		"$lbench" -m "$out/model-$lq.gguf" "${targs[@]}" -t "$threads" -r "$reps" -o json \
+		"$lbench" -m "$out/model-$lq.gguf" "${ltargs[@]}" -t "$threads" -r "$reps" -o json \
 			>"$runs/r$r-llama-$lq.json" 2>"$runs/r$r-llama-$lq.log" || { tail -5 "$runs/r$r-llama-$lq.log" >&2; exit 1; }
 		log "round $r/$rounds: ninfer-bench $nr${ninfer_isa:+ (NINFER_CPU_ISA=$ninfer_isa)}"
 		NINFER_CPU_ISA=${ninfer_isa:-auto} "$bin/ninfer-bench" -q --weights "$out/model-$nr.ninfer" --backend cpu \

@@ -981,14 +981,15 @@ AVX512Q8P void ni_q8p_groups_multi_avx512(int bits, const uint8_t *base, const u
     }
 }
 
-AVX512VNNIP void ni_q8p_groups_multi_vnni(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales, ni_row_block rb,
-                    int64_t ngroups, const int8_t *xq, int64_t ldq, const int32_t *xo, int64_t ldo,
-                    const float *xe, int64_t lde, int nt, float *out) {
+AVX512VNNIP void ni_q8p_groups_multi_vnni(int bits, const uint8_t *base, const uint8_t *high,
+                                          const uint8_t *scales, ni_row_block rb, int64_t ngroups,
+                                          const int8_t *xq, int64_t ldq, const int32_t *xo, int64_t ldo,
+                                          const float *xe, int64_t lde, int nt, float *out) {
 #undef NI_Q8_NT
 #define NI_Q8_NT(B, NT)                                                                                               \
     for (int r = 0; r < rb.n; r++)                                                                                    \
-    q8p_vnni_nt(B, base + r * rb.base, high + r * rb.high, scales + r * rb.scales, ngroups, xq, ldq, xo, ldo, xe, lde, NT,  \
-          out + r * NI_MT_TOKENS)
+    q8p_vnni_nt(B, base + r * rb.base, high + r * rb.high, scales + r * rb.scales, ngroups, xq, ldq, xo, ldo, xe,         \
+                lde, NT, out + r * NI_MT_TOKENS)
     switch (bits) {
     case 4: NI_Q8_BITS(4);
     case 5: NI_Q8_BITS(5);
@@ -996,14 +997,15 @@ AVX512VNNIP void ni_q8p_groups_multi_vnni(int bits, const uint8_t *base, const u
     }
 }
 
-AVX512VNNIVBMIP void ni_q8p_groups_multi_vnni_vbmi(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales, ni_row_block rb,
-                    int64_t ngroups, const int8_t *xq, int64_t ldq, const int32_t *xo, int64_t ldo,
-                    const float *xe, int64_t lde, int nt, float *out) {
+AVX512VNNIVBMIP void ni_q8p_groups_multi_vnni_vbmi(int bits, const uint8_t *base, const uint8_t *high,
+                                                   const uint8_t *scales, ni_row_block rb, int64_t ngroups,
+                                                   const int8_t *xq, int64_t ldq, const int32_t *xo, int64_t ldo,
+                                                   const float *xe, int64_t lde, int nt, float *out) {
 #undef NI_Q8_NT
 #define NI_Q8_NT(B, NT)                                                                                               \
     for (int r = 0; r < rb.n; r++)                                                                                    \
-    q8p_vnni_vbmi_nt(B, base + r * rb.base, high + r * rb.high, scales + r * rb.scales, ngroups, xq, ldq, xo, ldo, xe, lde, NT,  \
-          out + r * NI_MT_TOKENS)
+    q8p_vnni_vbmi_nt(B, base + r * rb.base, high + r * rb.high, scales + r * rb.scales, ngroups, xq, ldq, xo, ldo, xe,    \
+                     lde, NT, out + r * NI_MT_TOKENS)
     switch (bits) {
     case 4: NI_Q8_BITS(4);
     case 5: NI_Q8_BITS(5);

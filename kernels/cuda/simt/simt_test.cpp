@@ -780,13 +780,16 @@ static bool t_planted_barrier() {
         if (!expect_fail("trap", simt::launch("trap", dim3(4), dim3(32), 0, trap_kernel, out), n)) return false;
     }
     {
-        const char *n[] = {"kernel fp_control block (0,0,0) thread (3,0,0)", "floating-point control state changed", nullptr};
+        const char *n[] = {"kernel fp_control block (0,0,0) thread (3,0,0)", "floating-point control state changed",
+                           nullptr};
         for (int rep = 0; rep < 4; rep++) /* whichever worker runs it */
             if (!expect_fail("fp_control", simt::launch("fp_control", dim3(1), dim3(32), 0, fp_control_kernel, out), n))
                 return false;
         /* the harness restored the rounding mode of the thread that ran it */
-        CHECK(simt::launch("fp_round", dim3(8), dim3(32), 0, fp_round_kernel, out) == 0, "launch: %s", simt::last_error());
-        for (int i = 0; i < 8 * 32; i++) CHECK(out[i] == FE_TONEAREST, "thread %d runs with rounding mode %d after the planted change", i, out[i]);
+        CHECK(simt::launch("fp_round", dim3(8), dim3(32), 0, fp_round_kernel, out) == 0, "launch: %s",
+              simt::last_error());
+        for (int i = 0; i < 8 * 32; i++)
+            CHECK(out[i] == FE_TONEAREST, "thread %d runs with rounding mode %d after the planted change", i, out[i]);
     }
     /* the harness is still usable after errors */
     int *x = dalloc<int>(256, "x");
