@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ninfer/ninfer/internal/numtest"
 	"github.com/ninfer/ninfer/internal/testfixture"
 	"github.com/ninfer/ninfer/pkg/artifact"
 	"github.com/ninfer/ninfer/pkg/bench"
@@ -29,10 +30,10 @@ func TestMain(m *testing.M) {
 }
 
 // fixture returns the tiny q8 model and a corpus of 64 random ids (seeded
-// per call; the seed is in the file name).
+// from the test's name, numtest; the seed is in the file name).
 func fixture(t *testing.T) (model, corpusPath string) {
 	t.Helper()
-	seed := uint64(time.Now().UnixNano())
+	seed := numtest.Seed(t, "corpus")
 	rng := rand.New(rand.NewPCG(seed, 1))
 	var b strings.Builder
 	for i := 0; i < 64; i++ {

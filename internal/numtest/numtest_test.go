@@ -2,7 +2,11 @@ package numtest
 
 import (
 	"fmt"
+	"io/fs"
 	"math"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -171,5 +175,45 @@ func TestRandIDs(t *testing.T) {
 		if n < 300 { // expected 400 each; 300 is > 5 standard deviations below
 			t.Errorf("id %d drawn %d times of 2000", v, n)
 		}
+	}
+}
+
+// TestNoClockSeededTests guards "deterministic by default": no test file in
+// the module seeds a random stream from the clock (use Seeded or Seed, which
+// derive from the test's name and NINFER_TEST_SEED).
+func TestNoClockSeededTests(t *testing.T) {
+	root := "../.."
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("module root not at %s: %v", root, err)
+	}
+	clockSeed := regexp.MustCompile(`time\.Now\(\)\.(UnixNano|Unix|UnixMicro|UnixMilli)\(\)|rand\.Seed\(|rand\.NewSource\(time`)
+	checked := 0
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "build" || d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".")) && path != root {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, "_test.go") || strings.HasSuffix(path, "internal/numtest/numtest_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		checked++
+		for i, line := range strings.Split(string(src), "\n") {
+			if clockSeed.MatchString(line) {
+				t.Errorf("%s:%d seeds from the clock (use numtest.Seeded/Seed): %s", path, i+1, strings.TrimSpace(line))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked < 50 {
+		t.Fatalf("checked only %d test files under %s; the walk is broken", checked, root)
 	}
 }

@@ -9,8 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
+	"github.com/ninfer/ninfer/internal/numtest"
 	"github.com/ninfer/ninfer/pkg/format"
 	"github.com/ninfer/ninfer/pkg/qwen35"
 )
@@ -85,11 +85,11 @@ func newPlan(t testing.TB, meta Meta, entries []planEntry) *Plan {
 	return p
 }
 
-// newRand returns a per-run seeded generator and logs the seed.
+// newRand returns test t's random stream, seeded from its name (numtest);
+// a failure logs the command that replays it.
 func newRand(t testing.TB) *rand.Rand {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("random seed %d", seed)
-	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	t.Helper()
+	return numtest.Seeded(t)
 }
 
 // randomPayloads returns random (never all-zero) bytes for every object.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ninfer/ninfer/internal/numtest"
 	"github.com/ninfer/ninfer/pkg/corpus"
 	"math/rand/v2"
 	"os"
@@ -41,11 +42,11 @@ func draftModel(t *testing.T) string {
 	return testfixture.Build(t, testfixture.Spec{Recipe: "q8", Draft: draft})
 }
 
-// writeCorpus writes n random ids below vocab (seeded per run; the seed is
-// in the failure messages through the file name).
+// writeCorpus writes n random ids below vocab (seeded from the test's name,
+// numtest; the seed is in the failure messages through the file name).
 func writeCorpus(t *testing.T, n, vocab int) string {
 	t.Helper()
-	seed := uint64(time.Now().UnixNano())
+	seed := numtest.Seed(t, "corpus")
 	r := rand.New(rand.NewPCG(seed, 7))
 	var b strings.Builder
 	for i := 0; i < n; i++ {

@@ -4,19 +4,15 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
-	"time"
+
+	"github.com/ninfer/ninfer/internal/numtest"
 )
 
-// newRNG returns a freshly seeded generator; the seed is logged on failure.
+// newRNG returns test t's random stream, seeded from its name (numtest);
+// a failure logs the command that replays it.
 func newRNG(t testing.TB) *rand.Rand {
 	t.Helper()
-	seed := uint64(time.Now().UnixNano())
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("random seed: %d", seed)
-		}
-	})
-	return rand.New(rand.NewPCG(seed, seed^0x9E3779B97F4A7C15))
+	return numtest.Seeded(t)
 }
 
 // randMatrix returns n·k values: normals with a random per-row magnitude

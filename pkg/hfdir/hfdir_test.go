@@ -3,14 +3,13 @@ package hfdir_test
 import (
 	"encoding/json"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/ninfer/ninfer/internal/numtest"
 	"github.com/ninfer/ninfer/pkg/hfdir"
 	"github.com/ninfer/ninfer/pkg/qwen35"
 	"github.com/ninfer/ninfer/pkg/safetensors"
@@ -134,7 +133,7 @@ func TestValuesAcrossLayoutsAndDTypes(t *testing.T) {
 }
 
 func TestReadRows(t *testing.T) {
-	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
+	r := numtest.Seeded(t)
 	d := open(t, gen(t, func(o *testmodel.Options) { o.DType = "f32" }))
 	for _, spec := range d.Config.Tensors() {
 		if spec.Name != qwen35.NameEmbedding && spec.Class != qwen35.ClassConv {

@@ -8,8 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/ninfer/ninfer/internal/numtest"
 	"github.com/ninfer/ninfer/pkg/layout"
 	"github.com/ninfer/ninfer/pkg/qwen35"
 )
@@ -648,7 +648,7 @@ func TestOptionErrors(t *testing.T) {
 
 // TestRandomPlans checks plan invariants over random configs and options.
 func TestRandomPlans(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
+	seed := numtest.Seed(t)
 	r := rand.New(rand.NewPCG(seed, 7))
 	planned := 0
 	defer func() {

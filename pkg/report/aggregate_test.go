@@ -4,13 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"math"
-	"math/rand"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/ninfer/ninfer/internal/numtest"
 	"github.com/ninfer/ninfer/pkg/benchfmt"
 )
 
@@ -328,26 +327,25 @@ func TestClampedMTPArithmetic(t *testing.T) {
 	}
 
 	// Random acceptance: the invariants hold for any k and G.
-	seed := time.Now().UnixNano()
-	rng := rand.New(rand.NewSource(seed))
+	rng := numtest.Seeded(t)
 	for i := 0; i < 200; i++ {
-		k := int64(1 + rng.Intn(5))
-		g := int64(1 + rng.Intn(2000))
-		s := simulateMTP(k, g, func(extent int64) int64 { return rng.Int63n(extent + 1) })
+		k := int64(1 + rng.IntN(5))
+		g := int64(1 + rng.IntN(2000))
+		s := simulateMTP(k, g, func(extent int64) int64 { return rng.Int64N(extent + 1) })
 		var sum int64
 		for _, n := range s.AcceptedPerPosition {
 			sum += n
 		}
 		if s.Rounds+s.AcceptedTokens+s.FallbackSteps != g || sum != s.AcceptedTokens || s.DraftedTokens > k*s.Rounds ||
 			s.EngineTokens(g) != g {
-			t.Fatalf("seed %d: k=%d G=%d: %+v", seed, k, g, s)
+			t.Fatalf("k=%d G=%d: %+v", k, g, s)
 		}
 		r := benchfmt.NewRep("tg", g, benchfmt.Timings{DecodeSeconds: 1}, s)
 		d := benchfmt.Document{Tests: []benchfmt.Test{{Label: benchfmt.Label("tg", 0, g), Kind: "tg", NGen: g,
 			RequestedOutputTokens: g + 1, Reps: []benchfmt.Rep{r}}}}
 		Summarize(&d.Tests[0])
 		if res := Check(&d); len(res.Mismatches) != 0 {
-			t.Fatalf("seed %d: %v", seed, res.Mismatches)
+			t.Fatalf("%v", res.Mismatches)
 		}
 	}
 }

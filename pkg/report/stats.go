@@ -111,7 +111,18 @@ func StudentTCDF(t, df float64) float64 {
 		}
 		return 0
 	}
-	tail := 0.5 * RegIncBeta(df/(df+t*t), df/2, 0.5) // P(T > |t|)
+	// With x = df/(df+t²) and y = t²/(df+t²) = 1−x, P(T > |t|) =
+	// I_x(df/2, 1/2)/2 and P(0 < T ≤ |t|) = I_y(1/2, df/2)/2. Both x and y
+	// are computed from t² and df directly; forming one as 1 − the other
+	// would cancel (near t = 0, 1 − x keeps only log2(df/t²) of x's 53 bits,
+	// and I_y(1/2, ·) ~ √y amplifies that).
+	t2 := t * t
+	x, y := df/(df+t2), t2/(df+t2)
+	if y < x { // |t| < √df: the central half-width, no cancellation
+		half := 0.5 * RegIncBeta(y, 0.5, df/2)
+		return 0.5 + math.Copysign(half, t)
+	}
+	tail := 0.5 * RegIncBeta(x, df/2, 0.5) // P(T > |t|)
 	if t > 0 {
 		return 1 - tail
 	}

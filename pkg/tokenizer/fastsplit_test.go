@@ -5,10 +5,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"github.com/dlclark/regexp2"
+
+	"github.com/ninfer/ninfer/internal/numtest"
 )
 
 // splitPool mixes the character classes the patterns distinguish: letters
@@ -32,9 +33,7 @@ func randomSplitText(r *rand.Rand) string {
 }
 
 func TestFastSplitMatchesRegexp2(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("rand seed %d", seed)
-	r := rand.New(rand.NewPCG(seed, 1))
+	r := numtest.Seeded(t)
 	initBMPClass()
 	var texts []string
 	for _, name := range []string{"qwen3.jsonl", "small_b.jsonl"} {
