@@ -960,6 +960,90 @@ AVX512VNNIVBMIP static inline __attribute__((always_inline)) void q8p_vnni_vbmi_
 }
 #undef NI_Q8P_HIGH
 
+/* NR ≤ NI_Q8PR_ROWS consecutive rows of q8p_vnni_vbmi_nt at one token, each
+ * row computed exactly as alone (the same steps, two FMA chains over even
+ * and odd groups, the same final sum): the token's codes, offset lanes and
+ * expanded scales are loaded once a group for all NR rows. While it runs,
+ * the NR rows pf rows further on are prefetched, one cache line per 64
+ * bytes of each plane consumed: consecutive rows are one contiguous range
+ * of each plane, so this streams them in order ahead of use (pf = 0: no
+ * prefetch). */
+#define NI_Q8PR_ROWS 4
+static inline __attribute__((always_inline)) void q8pr_prefetch(const uint8_t *p, int64_t from, int64_t to) {
+    for (int64_t o = (from + 63) & ~(int64_t)63; o < to; o += 64) _mm_prefetch((const char *)(p + o), _MM_HINT_T0);
+}
+AVX512VNNIVBMIP static inline __attribute__((always_inline)) void q8pr_vnni_vbmi(
+    const int bits, const int NR, const uint8_t *base, const uint8_t *high, const uint8_t *scales, ni_row_block rb,
+    int64_t ngroups, const int8_t *xq, const int32_t *xo, const float *xe, int64_t pf, float *out) {
+    const int64_t hb = bits == 5 ? 8 : bits == 6 ? 16 : 0;
+    const __m512i m4 = _mm512_set1_epi8(0x0f), shv = _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4);
+    const __m512i sg = _mm512_set1_epi8((char)(1 << (bits - 1)));
+    const uint8_t *pb = base + pf * rb.base, *ph = high + pf * rb.high, *ps = scales + pf * rb.scales;
+    __m512 acc0[NI_Q8PR_ROWS], acc1[NI_Q8PR_ROWS]; /* even and odd groups, as q8p_vnni_vbmi_nt */
+    float swf[NI_Q8PR_ROWS][16];                   /* the rows' scales of 16 groups (fp16 → fp32 is exact) */
+    for (int r = 0; r < NR; r++) acc0[r] = acc1[r] = _mm512_setzero_ps();
+    /* Codes as q8p_vnni_vbmi_nt has them (low nibbles of the 32 bytes in
+     * lanes 0..31, high nibbles in 32..63), by one broadcast and shift. */
+#define NI_Q8PR_STEP(G, ACC)                                                                                          \
+    {                                                                                                                 \
+        const int64_t g = (G);                                                                                        \
+        if (pf) {                                                                                                     \
+            q8pr_prefetch(pb, NR * 32 * g, NR * 32 * (g + 1));                                                        \
+            if (hb) q8pr_prefetch(ph, NR * hb * g, NR * hb * (g + 1));                                                \
+            q8pr_prefetch(ps, NR * 2 * g, NR * 2 * (g + 1));                                                          \
+        }                                                                                                             \
+        if (!(g & 15)) {                                                                                              \
+            const __mmask16 sm = (__mmask16)(ngroups - g >= 16 ? 0xffff : (1u << (ngroups - g)) - 1);                 \
+            for (int r = 0; r < NR; r++)                                                                              \
+                _mm512_storeu_ps(swf[r], _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(sm, scales + r * rb.scales + 2 * g))); \
+        }                                                                                                             \
+        const __m512i xv = _mm512_loadu_si512((const void *)(xq + 64 * g));                                           \
+        const __m512i ov = _mm512_loadu_si512((const void *)(xo + 16 * g));                                           \
+        const __m512 ev = _mm512_loadu_ps(xe + 16 * g);                                                               \
+        for (int r = 0; r < NR; r++) {                                                                                \
+            __m512i b = _mm512_srlv_epi64(                                                                            \
+                _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(base + r * rb.base + 32 * g))), shv);     \
+            __m512i wv;                                                                                               \
+            if (bits == 4) wv = _mm512_ternarylogic_epi32(b, m4, sg, 0x6a); /* (b & m4) ^ sg */                       \
+            else wv = _mm512_xor_si512(ni_perm_or_high_vbmi(bits, _mm512_and_si512(b, m4), high + r * rb.high + hb * g), sg); \
+            __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(ov, wv, xv)), ev);                        \
+            ACC[r] = _mm512_fmadd_ps(v, _mm512_set1_ps(swf[r][g & 15]), ACC[r]);                                      \
+        }                                                                                                             \
+    }
+    int64_t g2 = 0;
+    for (; g2 + 2 <= ngroups; g2 += 2) {
+        NI_Q8PR_STEP(g2, acc0)
+        NI_Q8PR_STEP(g2 + 1, acc1)
+    }
+    if (g2 < ngroups) NI_Q8PR_STEP(g2, acc0)
+#undef NI_Q8PR_STEP
+    for (int r = 0; r < NR; r++) out[r * NI_MT_TOKENS] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[r], acc1[r]));
+}
+
+#define NI_Q8PR(B, R)                                                                                                 \
+    q8pr_vnni_vbmi(B, R, base + r0 * rb.base, high + r0 * rb.high, scales + r0 * rb.scales, rb, ngroups, xq, xo, xe,  \
+                   pf, out + r0 * NI_MT_TOKENS)
+#define NI_Q8PR_NR(B)                                                                                                 \
+    switch (nr) {                                                                                                     \
+    case 1: NI_Q8PR(B, 1); break;                                                                                     \
+    case 2: NI_Q8PR(B, 2); break;                                                                                     \
+    case 3: NI_Q8PR(B, 3); break;                                                                                     \
+    default: NI_Q8PR(B, 4); break;                                                                                    \
+    }
+
+AVX512VNNIVBMIP void ni_q8p_rows_vnni_vbmi(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
+                                           ni_row_block rb, int64_t ngroups, const int8_t *xq, const int32_t *xo,
+                                           const float *xe, int64_t pf, float *out) {
+    for (int r0 = 0; r0 < rb.n; r0 += NI_Q8PR_ROWS) {
+        const int nr = rb.n - r0 < NI_Q8PR_ROWS ? rb.n - r0 : NI_Q8PR_ROWS;
+        switch (bits) {
+        case 4: NI_Q8PR_NR(4); break;
+        case 5: NI_Q8PR_NR(5); break;
+        default: NI_Q8PR_NR(6); break;
+        }
+    }
+}
+
 AVX512VNNIP void ni_q8p_offsets_vnni(int bits, const int8_t *xq, int64_t ngroups, int32_t *xo) {
     const __m512i ov = _mm512_set1_epi8((char)(1 << (bits - 1)));
     for (int64_t g = 0; g < ngroups; g++) {

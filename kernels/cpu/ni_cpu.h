@@ -211,6 +211,14 @@ void ni_q8p_groups_multi_vnni(int bits, const uint8_t *base, const uint8_t *high
 void ni_q8p_groups_multi_vnni_vbmi(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
                                    ni_row_block rb, int64_t ngroups, const int8_t *xq, int64_t ldq,
                                    const int32_t *xo, int64_t ldo, const float *xe, int64_t lde, int nt, float *out);
+/* rb.n rows of ni_q8p_groups_multi_vnni_vbmi at one token (nt = 1), each
+ * row's value bit-identical to it: up to 4 rows share each group's loads of
+ * the token, and the rows pf rows further on (pf = 0: none; the caller
+ * keeps them inside the weight) are prefetched as the planes are consumed.
+ * out[r·NI_MT_TOKENS]. */
+void ni_q8p_rows_vnni_vbmi(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
+                           ni_row_block rb, int64_t ngroups, const int8_t *xq, const int32_t *xo, const float *xe,
+                           int64_t pf, float *out);
 /* nr ≤ 4 q4/q5/q6 (permuted layout) or q8 rows at strides bstride, hstride,
  * sstride against nt ≤ NI_MT_TOKENS token rows: out[r·NI_MT_TOKENS + j]. */
 void ni_q8_rows_vnni(int bits, const uint8_t *base, int64_t bstride, const uint8_t *high, int64_t hstride,

@@ -248,6 +248,8 @@ typedef struct {
     int rows4;       /* NI_ACT_Q8 on AVX-512 VNNI: the multi-row kernel (NINFER_CPU_Q8ROWS=1; off by default:
                         2-3x faster alone, slower end to end so far, docs/PERF.md) */
     int vbmi;        /* permuted q5/q6 kernels: high bits by AVX-512 VBMI (perm_vbmi) */
+    int pf_rows;     /* VNNI+VBMI int8 GEMV at T = 1: rows of several at once, the rows pf_rows further on
+                        prefetched (ni_q8p_rows_vnni_vbmi); -1 = one row at a time (NINFER_CPU_Q8PR=0) */
     const int32_t *xo; /* permuted VNNI route: token t's group offset lanes at xo + t·(kpad/4) (ni_q8p_offsets_vnni) */
 } mm_args;
 
@@ -679,7 +681,10 @@ static void mm_q8(const mm_args *a, int64_t n0, int64_t n1) {
                 const mm_planes rp = mm_row_planes(w, n);
                 const ni_row_block rb = {(int)(p.ne - n < RB ? p.ne - n : RB), w->gpr * w->base_bytes,
                                          w->gpr * w->high_bytes, 2 * w->gpr};
-                if (isa == NI_ISA_AVX2)
+                if (a->vbmi && nt == 1 && a->pf_rows >= 0) {
+                    const int64_t pf = n + rb.n + a->pf_rows <= w->n ? a->pf_rows : 0;
+                    ni_q8p_rows_vnni_vbmi((int)w->bits, rp.base, rp.high, rp.scales, rb, ngroups, xq, xo, xe, pf, ob);
+                } else if (isa == NI_ISA_AVX2)
                     ni_q8u_groups_multi_avx2((int)w->bits, rp.base, rp.high, rp.scales, rb, ngroups, xq, kpad, xo,
                                              kpad / 4, xe, 8 * nbk, nt, ob);
                 else
@@ -842,6 +847,18 @@ static int q8_perm_lane(int perm, int l) {
     return 32 * h + 4 * p + 2 * rho + o;
 }
 
+/* The multi-row VNNI+VBMI GEMV (ni_q8p_rows_vnni_vbmi) and its prefetch
+ * distance in rows: NINFER_CPU_Q8PR=0 keeps one row at a time (-1; a
+ * comparison switch, bit-identical), NINFER_CPU_Q8PR_PF=<rows> sets the
+ * distance (default 8; 0 = no prefetch). */
+static int q8pr_rows(void) {
+    const char *e = getenv("NINFER_CPU_Q8PR");
+    if (e && strcmp(e, "0") == 0) return -1;
+    const char *d = getenv("NINFER_CPU_Q8PR_PF");
+    int v = d ? atoi(d) : 8;
+    return v > 0 ? v : 0;
+}
+
 /* The int8 route's per-token arrays (expanded scales, codes, offset lanes)
  * have token rows kpad bytes apart, a multiple of 2 KiB at the usual K, so
  * at a common 4 KiB phase every token row of all three would fall on the
@@ -881,6 +898,7 @@ void ni_matmul_act(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accu
         a.vbmi = a.perm && perm_vbmi(c->isa, w);
         const char *rows4 = getenv("NINFER_CPU_Q8ROWS");
         a.rows4 = rows4 && strcmp(rows4, "1") == 0;
+        a.pf_rows = q8pr_rows();
         for (int64_t i = 0; i < x.t * nbk; i += 2) /* kpad/32 is even: blocks come in pairs */
             for (int l = 0; l < 16; l++) xe[8 * i + l] = xs[i + (a.perm ? (l >> 2) & 1 : l >> 3)];
         if (a.perm) { /* each 64-value group's codes in the layout's lane order */

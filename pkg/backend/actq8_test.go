@@ -576,13 +576,15 @@ type routeCase struct {
 // older body compute the same bits as it, on fp32 and int8 activations at
 // every fused token count: the permuted q5/q6 GEMVs with the high bits by
 // AVX512_VBMI (the default where the CPU has it) or by BMI2 pext
-// (NINFER_CPU_VBMI=0), and the q8 int8 VNNI body on offset-binary codes or
-// the sign-trick one (NINFER_CPU_Q8W=legacy). The oracle tests check the
+// (NINFER_CPU_VBMI=0), the q8 int8 VNNI body on offset-binary codes or
+// the sign-trick one (NINFER_CPU_Q8W=legacy), and the multi-row VNNI+VBMI
+// GEMV at T = 1 or one row at a time (NINFER_CPU_Q8PR=0). The oracle tests check the
 // default routes' values; this ties the older routes to them.
 func TestAVX512RoutesBitIdentical(t *testing.T) {
 	checkRoutesBitIdentical(t, "avx512", []routeCase{
 		{"vbmi", "NINFER_CPU_VBMI", "0", VBMI, []format.Format{format.Q5G64, format.Q6G64}, []string{ActFP32, ActInt8}},
 		{"q8w", "NINFER_CPU_Q8W", "legacy", VNNI, []format.Format{format.Q8G32}, []string{ActInt8}},
+		{"q8pr", "NINFER_CPU_Q8PR", "0", VBMI, []format.Format{format.Q4G64, format.Q5G64, format.Q6G64}, []string{ActInt8}},
 	})
 }
 
@@ -612,25 +614,26 @@ func checkRoutesBitIdentical(t *testing.T, isa string, cases []routeCase) {
 		}
 		for _, f := range c.formats {
 			for _, k := range []int{1024, 330, 96} { // whole groups; a partial group; an odd number of q8 groups
-				r := streams.Stream(c.name, string(f), fmt.Sprint(k))
-				const n = 29
-				w := prep(t, b, randPacked(r, f, n, k))
-				for _, act := range c.acts {
-					if err := b.SetActivations(act); err != nil {
-						t.Fatal(err)
-					}
-					for _, T := range []int{1, 2, 4, 5, 16} {
-						x := randn(r, T*k, 1)
-						xv, yv := put(t, b, x), put(t, b, make([]float32, T*n))
-						run := func(v string) []float32 {
-							t.Setenv(c.env, v)
-							b.MatMul(Dense(yv, T, n), Dense(xv, T, k), w, false)
-							return get(t, b, yv, T*n)
+				for _, n := range []int{29, 30, 31} { // 2 threads' tasks of 8 rows: blocks of 8, then 5, 6 or 7
+					r := streams.Stream(c.name, string(f), fmt.Sprint(k), fmt.Sprint(n))
+					w := prep(t, b, randPacked(r, f, n, k))
+					for _, act := range c.acts {
+						if err := b.SetActivations(act); err != nil {
+							t.Fatal(err)
 						}
-						want, got := run(c.old), run("")
-						for i := range want {
-							if got[i] != want[i] || math.IsNaN(float64(got[i])) {
-								t.Fatalf("%s/%s/K=%d/%s/T=%d: y[%d] = %v on the new route, %v on %s=%s", c.name, f, k, act, T, i, got[i], want[i], c.env, c.old)
+						for _, T := range []int{1, 2, 4, 5, 16} {
+							x := randn(r, T*k, 1)
+							xv, yv := put(t, b, x), put(t, b, make([]float32, T*n))
+							run := func(v string) []float32 {
+								t.Setenv(c.env, v)
+								b.MatMul(Dense(yv, T, n), Dense(xv, T, k), w, false)
+								return get(t, b, yv, T*n)
+							}
+							want, got := run(c.old), run("")
+							for i := range want {
+								if got[i] != want[i] || math.IsNaN(float64(got[i])) {
+									t.Fatalf("%s/%s/K=%d/N=%d/%s/T=%d: y[%d] = %v on the new route, %v on %s=%s", c.name, f, k, n, act, T, i, got[i], want[i], c.env, c.old)
+								}
 							}
 						}
 					}
