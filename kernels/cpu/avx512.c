@@ -382,6 +382,63 @@ AVX512 void ni_dot_groups_multi_avx512(int bits, const uint8_t *base, const uint
 #undef NI_DG_NT
 #undef NI_DG_BITS
 
+/* NR ≤ 4 consecutive q8 rows of dot_groups_nt at one token, each row
+ * computed exactly as alone (group_nt's products, sum and scale FMA, the
+ * same two chains): the token's 32 values are loaded once a group for all
+ * rows, and the rows pf rows further on are prefetched one cache line per
+ * 64 bytes of each plane consumed (pf = 0: none; q8p_rows in avx2.c has the
+ * same scheme). */
+#define NI_DGR_ROWS 4
+AVX512 INLINE void dgr_prefetch(const uint8_t *p, int64_t from, int64_t to) {
+    for (int64_t o = (from + 63) & ~(int64_t)63; o < to; o += 64) _mm_prefetch((const char *)(p + o), _MM_HINT_T0);
+}
+AVX512 INLINE void dot_q8_rows(const int NR, const uint8_t *base, const uint8_t *scales, ni_row_block rb,
+                               int64_t ngroups, const float *x, int64_t pf, float *out) {
+    const uint8_t *pb = base + pf * rb.base, *ps = scales + pf * rb.scales;
+    __m512 acc0[NI_DGR_ROWS], acc1[NI_DGR_ROWS], sc16[NI_DGR_ROWS];
+    for (int r = 0; r < NR; r++) acc0[r] = acc1[r] = _mm512_setzero_ps();
+#define NI_DGR_STEP(G, I, ACC)                                                                                        \
+    {                                                                                                                 \
+        const int64_t g = (G);                                                                                        \
+        if (pf) {                                                                                                     \
+            dgr_prefetch(pb, NR * 32 * g, NR * 32 * (g + 1));                                                         \
+            dgr_prefetch(ps, NR * 2 * g, NR * 2 * (g + 1));                                                           \
+        }                                                                                                             \
+        const __m512 x0 = _mm512_loadu_ps(x + 32 * g), x1 = _mm512_loadu_ps(x + 32 * g + 16);                       \
+        for (int r = 0; r < NR; r++) {                                                                                \
+            const uint8_t *bp = base + r * rb.base + 32 * g;                                                          \
+            __m512 s0 = _mm512_mul_ps(cvt16(_mm_loadu_si128((const __m128i *)bp)), x0);                               \
+            __m512 s1 = _mm512_mul_ps(cvt16(_mm_loadu_si128((const __m128i *)(bp + 16))), x1);                        \
+            ACC[r] = _mm512_fmadd_ps(_mm512_add_ps(s0, s1), scale_lane(sc16[r], I), ACC[r]);                          \
+        }                                                                                                             \
+    }
+    for (int64_t g0 = 0; g0 < ngroups; g0 += 16) {
+        const int64_t n = ngroups - g0 < 16 ? ngroups - g0 : 16;
+        for (int r = 0; r < NR; r++) sc16[r] = scales16(scales + r * rb.scales, g0, n);
+        int64_t i = 0;
+        for (; i + 2 <= n; i += 2) {
+            NI_DGR_STEP(g0 + i, i, acc0)
+            NI_DGR_STEP(g0 + i + 1, i + 1, acc1)
+        }
+        if (i < n) NI_DGR_STEP(g0 + i, i, acc0)
+    }
+#undef NI_DGR_STEP
+    for (int r = 0; r < NR; r++) out[r] = hsum16(_mm512_add_ps(acc0[r], acc1[r]));
+}
+
+AVX512 void ni_dot_q8_rows_avx512(const uint8_t *base, const uint8_t *scales, ni_row_block rb, int64_t ngroups,
+                                  const float *x, int64_t pf, float *out) {
+    for (int r0 = 0; r0 < rb.n; r0 += NI_DGR_ROWS) {
+        const uint8_t *b = base + r0 * rb.base, *s = scales + r0 * rb.scales;
+        switch (rb.n - r0 < NI_DGR_ROWS ? rb.n - r0 : NI_DGR_ROWS) {
+        case 1: dot_q8_rows(1, b, s, rb, ngroups, x, pf, out + r0); break;
+        case 2: dot_q8_rows(2, b, s, rb, ngroups, x, pf, out + r0); break;
+        case 3: dot_q8_rows(3, b, s, rb, ngroups, x, pf, out + r0); break;
+        default: dot_q8_rows(4, b, s, rb, ngroups, x, pf, out + r0); break;
+        }
+    }
+}
+
 /* ---- grouped integer, permuted lanes (q4/q5/q6 with BMI2) ----
  * The T ≤ 16 fp32-activation GEMV on the lane order of the int8 path's
  * permuted layout (avx2.c, q8p): each 64-value group of the activation rows

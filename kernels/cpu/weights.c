@@ -248,8 +248,8 @@ typedef struct {
     int rows4;       /* NI_ACT_Q8 on AVX-512 VNNI: the multi-row kernel (NINFER_CPU_Q8ROWS=1; off by default:
                         2-3x faster alone, slower end to end so far, docs/PERF.md) */
     int vbmi;        /* permuted q5/q6 kernels: high bits by AVX-512 VBMI (perm_vbmi) */
-    int pf_rows;     /* VNNI+VBMI int8 GEMV at T = 1: rows of several at once, the rows pf_rows further on
-                        prefetched (ni_q8p_rows_vnni_vbmi); -1 = one row at a time (NINFER_CPU_Q8PR=0) */
+    int pf_rows;     /* GEMVs at T = 1 that take several rows per pass (int8 q4–q6 on VNNI+VBMI, fp32 q8 at
+                        AVX-512): prefetch distance in rows; -1 = one row at a time (gemv_rows) */
     const int32_t *xo; /* permuted VNNI route: token t's group offset lanes at xo + t·(kpad/4) (ni_q8p_offsets_vnni) */
 } mm_args;
 
@@ -734,6 +734,27 @@ static void mm_task(void *a_, int task, int tid) {
     if (T == 1) { /* GEMV: stream each row once */
         const float *x = a->x.p;
         float *buf = ni_tmp(a->c, tid, K);
+        if (isa == NI_ISA_AVX512 && w->bits == 8 && a->pf_rows >= 0) { /* q8: rows of 4 per pass, prefetched */
+            enum { RB = 16 };
+            const int64_t full = K / w->group;
+            float ob[RB];
+            for (int64_t n = n0; n < n1; n += RB) {
+                const mm_planes rp = mm_row_planes(w, n);
+                const ni_row_block rb = {(int)(n1 - n < RB ? n1 - n : RB), w->gpr * w->base_bytes, 0, 2 * w->gpr};
+                const int64_t pf = n + rb.n + a->pf_rows <= w->n ? a->pf_rows : 0;
+                ni_dot_q8_rows_avx512(rp.base, rp.scales, rb, full, x, pf, ob);
+                for (int r = 0; r < rb.n; r++) {
+                    float v = ob[r];
+                    if (full * w->group < K) {
+                        int cnt = (int)(K - full * w->group);
+                        decode_group_int(isa, w, (n + r) * w->gpr + full, cnt, buf);
+                        v += ni_dot(isa, buf, x + full * w->group, cnt);
+                    }
+                    mm_store(a, 0, n + r, v);
+                }
+            }
+            return;
+        }
         for (int64_t n = n0; n < n1; n++) {
             float v;
             if (w->fmt == NI_W_F32) v = ni_dot(isa, (const float *)(w->data + n * K * 4), x, K);
@@ -847,14 +868,15 @@ static int q8_perm_lane(int perm, int l) {
     return 32 * h + 4 * p + 2 * rho + o;
 }
 
-/* The multi-row VNNI+VBMI GEMV (ni_q8p_rows_vnni_vbmi) and its prefetch
- * distance in rows: NINFER_CPU_Q8PR=0 keeps one row at a time (-1; a
- * comparison switch, bit-identical), NINFER_CPU_Q8PR_PF=<rows> sets the
- * distance (default 8; 0 = no prefetch). */
-static int q8pr_rows(void) {
-    const char *e = getenv("NINFER_CPU_Q8PR");
+/* The multi-row T = 1 GEMVs (ni_q8p_rows_vnni_vbmi, ni_dot_q8_rows_avx512)
+ * and their prefetch distance in rows: NINFER_CPU_MULTIROW=0 keeps one row
+ * at a time (-1; a comparison switch, bit-identical),
+ * NINFER_CPU_PREFETCH_ROWS=<rows> sets the distance (default 8; 0 = no
+ * prefetch). */
+static int gemv_rows(void) {
+    const char *e = getenv("NINFER_CPU_MULTIROW");
     if (e && strcmp(e, "0") == 0) return -1;
-    const char *d = getenv("NINFER_CPU_Q8PR_PF");
+    const char *d = getenv("NINFER_CPU_PREFETCH_ROWS");
     int v = d ? atoi(d) : 8;
     return v > 0 ? v : 0;
 }
@@ -882,6 +904,7 @@ void ni_matmul_act(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accu
     per = (per + MM_TILE - 1) / MM_TILE * MM_TILE;
     if (per < MM_TILE) per = MM_TILE;
     mm_args a = {c, w, x, y, accumulate, (int)per, 0};
+    a.pf_rows = x.t == 1 ? gemv_rows() : -1;
     if (act == NI_ACT_Q8 && w->bits && x.t <= NI_SMALL_T) { /* quantize each token row once */
         int64_t kpad = w->kpad, nbk = kpad / 32;
         /* xs, then the expanded scales, codes and offset lanes, each of
@@ -898,7 +921,6 @@ void ni_matmul_act(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accu
         a.vbmi = a.perm && perm_vbmi(c->isa, w);
         const char *rows4 = getenv("NINFER_CPU_Q8ROWS");
         a.rows4 = rows4 && strcmp(rows4, "1") == 0;
-        a.pf_rows = q8pr_rows();
         for (int64_t i = 0; i < x.t * nbk; i += 2) /* kpad/32 is even: blocks come in pairs */
             for (int l = 0; l < 16; l++) xe[8 * i + l] = xs[i + (a.perm ? (l >> 2) & 1 : l >> 3)];
         if (a.perm) { /* each 64-value group's codes in the layout's lane order */

@@ -578,13 +578,14 @@ type routeCase struct {
 // AVX512_VBMI (the default where the CPU has it) or by BMI2 pext
 // (NINFER_CPU_VBMI=0), the q8 int8 VNNI body on offset-binary codes or
 // the sign-trick one (NINFER_CPU_Q8W=legacy), and the multi-row VNNI+VBMI
-// GEMV at T = 1 or one row at a time (NINFER_CPU_Q8PR=0). The oracle tests check the
+// and fp32 q8 GEMVs at T = 1 or one row at a time (NINFER_CPU_MULTIROW=0). The oracle tests check the
 // default routes' values; this ties the older routes to them.
 func TestAVX512RoutesBitIdentical(t *testing.T) {
 	checkRoutesBitIdentical(t, "avx512", []routeCase{
 		{"vbmi", "NINFER_CPU_VBMI", "0", VBMI, []format.Format{format.Q5G64, format.Q6G64}, []string{ActFP32, ActInt8}},
 		{"q8w", "NINFER_CPU_Q8W", "legacy", VNNI, []format.Format{format.Q8G32}, []string{ActInt8}},
-		{"q8pr", "NINFER_CPU_Q8PR", "0", VBMI, []format.Format{format.Q4G64, format.Q5G64, format.Q6G64}, []string{ActInt8}},
+		{"multirow-vbmi", "NINFER_CPU_MULTIROW", "0", VBMI, []format.Format{format.Q4G64, format.Q5G64, format.Q6G64}, []string{ActInt8}},
+		{"multirow-q8", "NINFER_CPU_MULTIROW", "0", func() bool { return true }, []format.Format{format.Q8G32}, []string{ActFP32}},
 	})
 }
 
