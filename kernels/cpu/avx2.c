@@ -450,6 +450,61 @@ AVX2 static inline __attribute__((always_inline)) void q8_groups_nt(const int bi
     for (int j = 0; j < NT; j++) out[j] = hsum(_mm256_add_ps(acc0[j], acc1[j]));
 }
 
+/* NR ≤ 4 consecutive q8 rows of q8_groups_nt at one token (int8
+ * activations, the sign trick), each row computed exactly as alone (the
+ * same block terms, two FMA chains over even and odd groups): the token's
+ * codes and expanded scales are loaded once a group for all rows, and the
+ * rows pf rows further on are prefetched one cache line per 64 bytes of each
+ * plane consumed (pf = 0: none; as ni_q8p_rows_vnni_vbmi). */
+#define NI_Q8R2_ROWS 4
+static inline __attribute__((always_inline)) void rows_prefetch(const uint8_t *p, int64_t from, int64_t to) {
+    for (int64_t o = (from + 63) & ~(int64_t)63; o < to; o += 64) _mm_prefetch((const char *)(p + o), _MM_HINT_T0);
+}
+AVX2 static inline __attribute__((always_inline)) void q8_rows_avx2(const int NR, const uint8_t *base,
+                                                                const uint8_t *scales, ni_row_block rb,
+                                                                int64_t ngroups, const int8_t *xq, const float *xe,
+                                                                int64_t pf, float *out) {
+    const uint8_t *pb = base + pf * rb.base, *ps = scales + pf * rb.scales;
+    __m256 acc0[NI_Q8R2_ROWS], acc1[NI_Q8R2_ROWS];
+    for (int r = 0; r < NR; r++) acc0[r] = acc1[r] = _mm256_setzero_ps();
+#define NI_Q8R2_STEP(G, ACC)                                                                                          \
+    {                                                                                                                 \
+        const int64_t g = (G);                                                                                        \
+        if (pf) {                                                                                                     \
+            rows_prefetch(pb, NR * 32 * g, NR * 32 * (g + 1));                                                        \
+            rows_prefetch(ps, NR * 2 * g, NR * 2 * (g + 1));                                                          \
+        }                                                                                                             \
+        const __m256i xv = _mm256_loadu_si256((const __m256i *)(xq + 32 * g));                                        \
+        const __m256 ev = _mm256_loadu_ps(xe + 8 * g);                                                                \
+        for (int r = 0; r < NR; r++) {                                                                                \
+            const __m256i wv = _mm256_loadu_si256((const __m256i *)(base + r * rb.base + 32 * g));                    \
+            __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(q8_dot32(wv, xv)), ev);                                       \
+            ACC[r] = _mm256_fmadd_ps(v, q8_scale(scales + r * rb.scales, g), ACC[r]);                                 \
+        }                                                                                                             \
+    }
+    int64_t g2 = 0;
+    for (; g2 + 2 <= ngroups; g2 += 2) {
+        NI_Q8R2_STEP(g2, acc0)
+        NI_Q8R2_STEP(g2 + 1, acc1)
+    }
+    if (g2 < ngroups) NI_Q8R2_STEP(g2, acc0)
+#undef NI_Q8R2_STEP
+    for (int r = 0; r < NR; r++) out[r] = hsum(_mm256_add_ps(acc0[r], acc1[r]));
+}
+
+AVX2 void ni_q8_rows_avx2(const uint8_t *base, const uint8_t *scales, ni_row_block rb, int64_t ngroups,
+                          const int8_t *xq, const float *xe, int64_t pf, float *out) {
+    for (int r0 = 0; r0 < rb.n; r0 += NI_Q8R2_ROWS) {
+        const uint8_t *b = base + r0 * rb.base, *s = scales + r0 * rb.scales;
+        switch (rb.n - r0 < NI_Q8R2_ROWS ? rb.n - r0 : NI_Q8R2_ROWS) {
+        case 1: q8_rows_avx2(1, b, s, rb, ngroups, xq, xe, pf, out + r0); break;
+        case 2: q8_rows_avx2(2, b, s, rb, ngroups, xq, xe, pf, out + r0); break;
+        case 3: q8_rows_avx2(3, b, s, rb, ngroups, xq, xe, pf, out + r0); break;
+        default: q8_rows_avx2(4, b, s, rb, ngroups, xq, xe, pf, out + r0); break;
+        }
+    }
+}
+
 #define NI_Q8_NT(B, NT) q8_groups_nt(B, base, high, scales, ngroups, xq, ldq, xe, lde, NT, out)
 #define NI_Q8_BITS(B)                                                                                                 \
     switch (nt) {                                                                                                     \

@@ -211,6 +211,11 @@ void ni_q8p_groups_multi_vnni(int bits, const uint8_t *base, const uint8_t *high
 void ni_q8p_groups_multi_vnni_vbmi(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
                                    ni_row_block rb, int64_t ngroups, const int8_t *xq, int64_t ldq,
                                    const int32_t *xo, int64_t ldo, const float *xe, int64_t lde, int nt, float *out);
+/* rb.n q8 rows of ni_q8_groups_multi_avx2(8, …) at one token (nt = 1),
+ * each row's value bit-identical to it, 4 rows per pass, the rows pf rows
+ * further on prefetched: out[r]. */
+void ni_q8_rows_avx2(const uint8_t *base, const uint8_t *scales, ni_row_block rb, int64_t ngroups, const int8_t *xq,
+                     const float *xe, int64_t pf, float *out);
 /* rb.n q8 rows of ni_dot_groups_multi_avx512 (fp32 token x, nt = 1), each
  * row's value bit-identical to it, 4 rows per pass with the rows pf rows
  * further on prefetched (ni_q8p_rows_vnni_vbmi's scheme): out[r]. */

@@ -696,6 +696,18 @@ static void mm_q8(const mm_args *a, int64_t n0, int64_t n1) {
             }
             continue;
         }
+        if (isa == NI_ISA_AVX2 && w->bits == 8 && nt == 1 && a->pf_rows >= 0) { /* q8: rows of 4, prefetched */
+            enum { RB = 16 };
+            float ob[RB];
+            for (int64_t n = p.nc; n < p.ne; n += RB) {
+                const mm_planes rp = mm_row_planes(w, n);
+                const ni_row_block rb = {(int)(p.ne - n < RB ? p.ne - n : RB), w->gpr * w->base_bytes, 0, 2 * w->gpr};
+                const int64_t pf = n + rb.n + a->pf_rows <= w->n ? a->pf_rows : 0;
+                ni_q8_rows_avx2(rp.base, rp.scales, rb, ngroups, a->xq + t0 * kpad, a->xe + t0 * 8 * nbk, pf, ob);
+                for (int r = 0; r < rb.n; r++) mm_store(a, t0, n + r, ob[r]);
+            }
+            continue;
+        }
         for (int64_t n = p.nc; n < p.ne; n++) {
             const mm_planes rp = mm_row_planes(w, n);
             const uint8_t *base = rp.base, *high = rp.high, *scales = rp.scales;

@@ -598,6 +598,7 @@ func TestAVX2RoutesBitIdentical(t *testing.T) {
 	checkRoutesBitIdentical(t, "avx2", []routeCase{
 		{"avx2u", "NINFER_CPU_AVX2Q", "signed", func() bool { return true },
 			[]format.Format{format.Q4G64, format.Q5G64}, []string{ActInt8}},
+		{"multirow-q8", "NINFER_CPU_MULTIROW", "0", func() bool { return true }, []format.Format{format.Q8G32}, []string{ActInt8}},
 	})
 }
 
