@@ -29,7 +29,10 @@
 #        TESTS (full: pp512 tg128 pp2048+tg128 | quick: pp512 tg128 |
 #        tg: tg128 only),
 #        OUT (build/bench-vs-llamacpp/SHAPE), LLAMACPP_PY_VERSION (0.3.36),
-#        JOBS (build jobs, nproc)
+#        JOBS (build jobs, nproc),
+#        BASELINE (a git revision: its ninfer-bench, built from `git archive`,
+#        runs after ninfer-bench in every round, and the table adds its tok/s
+#        and the ratio ninfer / baseline: before and after in one run)
 # needs: go, gcc/g++, cmake (apt-get install cmake when missing and root),
 #        python3 with venv, network access for pip on the first run.
 # The tokenizer of the random model is ninfer-testmodel's small byte-level
@@ -41,6 +44,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 shape=${SHAPE:-qwen3.5-0.8b} rounds=${ROUNDS:-3} threads=${THREADS:-2} reps=${REPS:-1}
 tests=${TESTS:-full} ver=${LLAMACPP_PY_VERSION:-0.3.36} jobs=${JOBS:-$(nproc)} isa=${ISA:-native}
+baseline=${BASELINE:-}
 case $isa in
 native | avx2) ;;
 *) echo "bench-vs-llamacpp: ISA=$isa: want native or avx2" >&2; exit 2 ;;
@@ -118,6 +122,18 @@ bin=$out/bin
 log "building ninfer tools into $bin"
 mkdir -p "$bin"
 go build -o "$bin/" ./cmd/ninfer-testmodel ./cmd/ninfer-convert ./cmd/ninfer-bench
+basebin=
+if [ -n "$baseline" ]; then
+	rev=$(git rev-parse --verify --quiet "$baseline^{commit}") || { echo "bench-vs-llamacpp: BASELINE=$baseline: not a git revision" >&2; exit 2; }
+	basebin=$out/bin-baseline-${rev:0:12}
+	if [ ! -x "$basebin/ninfer-bench" ]; then
+		log "building the baseline ninfer-bench ($baseline = ${rev:0:12}) into $basebin"
+		tmp=$(mktemp -d)
+		git archive "$rev" | tar -x -C "$tmp"
+		(cd "$tmp" && go build -o "$basebin/" ./cmd/ninfer-bench)
+		rm -rf "$tmp"
+	fi
+fi
 
 # --- models -----------------------------------------------------------------------
 hf=$out/hf
@@ -203,7 +219,7 @@ esac
 ltargs=("${targs[@]}")
 [ "$tests" = tg ] && ltargs=(-p 0 -n 128)
 pairs=("Q8_0|q8" "Q4_0|groupwise-int")
-rm -f "$runs"/r*-*.json
+rm -f "$runs"/r*-*.json "$runs"/base-r*-*.json
 for ((r = 1; r <= rounds; r++)); do
 	for p in "${pairs[@]}"; do
 		lq=${p%%|*} nr=${p##*|}
@@ -213,13 +229,19 @@ for ((r = 1; r <= rounds; r++)); do
 		log "round $r/$rounds: ninfer-bench $nr${ninfer_isa:+ (NINFER_CPU_ISA=$ninfer_isa)}"
 		NINFER_CPU_ISA=${ninfer_isa:-auto} "$bin/ninfer-bench" -q --weights "$out/model-$nr.ninfer" --backend cpu \
 			--threads "$threads" "${targs[@]}" -r "$reps" -o json --output-file "$runs/r$r-ninfer-$nr.json"
+		if [ -n "$basebin" ]; then
+			log "round $r/$rounds: baseline ninfer-bench $nr"
+			NINFER_CPU_ISA=${ninfer_isa:-auto} "$basebin/ninfer-bench" -q --weights "$out/model-$nr.ninfer" --backend cpu \
+				--threads "$threads" "${targs[@]}" -r "$reps" -o json --output-file "$runs/base-r$r-ninfer-$nr.json"
+		fi
 	done
 done
 
 # --- table ------------------------------------------------------------------------------
-python3 - "$out" "$rounds" "$bw" "$shape" "$threads" "$runs" "$isa" <<'EOF'
+python3 - "$out" "$rounds" "$bw" "$shape" "$threads" "$runs" "$isa" "$baseline" <<'EOF'
 import json, os, statistics, sys
 out, rounds, bw, shape, threads, runs, isa = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6], sys.argv[7]
+baseline = sys.argv[8]
 pairs = [("Q8_0", "q8"), ("Q4_0", "groupwise-int")]
 
 def label(p, g):
@@ -248,11 +270,13 @@ def fmt(xs):
 
 print(f"\nninfer vs llama.cpp: SHAPE={shape} ISA={isa} THREADS={threads} ROUNDS={rounds}; tok/s median over rounds, ±(max−min)/median;"
       f" ratio = median of per-round ninfer/llama.cpp; read bandwidth probe {bw:.2f} GB/s\n")
-print("| pair (llama.cpp / ninfer) | test | llama.cpp tok/s | ninfer tok/s | ninfer / llama.cpp | tg streamed GB/s (% of probe) llama.cpp / ninfer |")
-print("|---|---|---|---|---|---|")
+bhead, bsep = (f" baseline {baseline} tok/s | ninfer / baseline |", "---|---|") if baseline else ("", "")
+print("| pair (llama.cpp / ninfer) | test | llama.cpp tok/s | ninfer tok/s | ninfer / llama.cpp | tg streamed GB/s (% of probe) llama.cpp / ninfer |" + bhead)
+print("|---|---|---|---|---|---|" + bsep)
 for lq, nr in pairs:
     L = [llama(f"{runs}/r{r}-llama-{lq}.json") for r in range(1, rounds + 1)]
     N = [ninfer(f"{runs}/r{r}-ninfer-{nr}.json") for r in range(1, rounds + 1)]
+    NB = [ninfer(f"{runs}/base-r{r}-ninfer-{nr}.json") for r in range(1, rounds + 1)] if baseline else None
     lsz, nsz = os.path.getsize(f"{out}/model-{lq}.gguf"), os.path.getsize(f"{out}/model-{nr}.ninfer")
     for t in L[0]:
         ls, ns = [x[t] for x in L], [x[t] for x in N]
@@ -262,8 +286,13 @@ for lq, nr in pairs:
         if t.startswith("tg"):
             lg, ng = lsz * statistics.median(ls) / 1e9, nsz * statistics.median(ns) / 1e9
             bwcol = f"{lg:.1f} ({lg / bw * 100:.0f}%) / {ng:.1f} ({ng / bw * 100:.0f}%)"
+        bcol = ""
+        if NB:
+            bs = [x[t] for x in NB]
+            brs = [n / b for n, b in zip(ns, bs)]
+            bcol = f" {fmt(bs)} | {statistics.median(brs):.2f} ({min(brs):.2f}–{max(brs):.2f}) |"
         print(f"| {lq} ({lsz / 2**20:.0f} MiB) / {nr} ({nsz / 2**20:.0f} MiB) | {t} | {fmt(ls)} | {fmt(ns)} | "
-              f"{ratio:.2f} ({min(rs):.2f}–{max(rs):.2f}) | {bwcol} |")
+              f"{ratio:.2f} ({min(rs):.2f}–{max(rs):.2f}) | {bwcol} |" + bcol)
 print("\ntg streamed bytes/s = model file size × tg tok/s (every weight read once per token; "
       "overcounts by the embedding table when the head is untied).")
 EOF
