@@ -521,7 +521,7 @@ func BenchmarkMatMulSmallTWidth(b *testing.B) {
 }
 
 // BenchmarkMatMulInt8ActStream is the decode GEMV as the model sees it:
-// T = 1 over 48 distinct copies of a [3072,1024] matrix (40–120 MB, more
+// T = 1 (and MTP verify's T = 2, 4: names end in /T=n) over 48 distinct copies of a [3072,1024] matrix (40–120 MB, more
 // than the L3 of the machines measured), one after the other, so the
 // weights stream from DRAM as in a decode step. Reports the weight bytes
 // streamed per second (GB/s) next to µs per matrix.
@@ -542,21 +542,27 @@ func BenchmarkMatMulInt8ActStream(b *testing.B) {
 				for i := range ws {
 					ws[i] = prepB(b, be, p)
 				}
-				xv, yv := putB(b, be, randn(r, k, 1)), putB(b, be, make([]float32, n))
-				for _, act := range []string{ActFP32, ActInt8} {
-					b.Run(fmt.Sprintf("%s/t%d/%s/%s", isa, threads, f, act), func(b *testing.B) {
-						if err := be.SetActivations(act); err != nil {
-							b.Fatal(err)
+				for _, T := range []int{1, 2, 4} { // a decode step; MTP verify passes of 2 and 4 tokens
+					xv, yv := putB(b, be, randn(r, T*k, 1)), putB(b, be, make([]float32, T*n))
+					for _, act := range []string{ActFP32, ActInt8} {
+						name := fmt.Sprintf("%s/t%d/%s/%s", isa, threads, f, act)
+						if T > 1 {
+							name += fmt.Sprintf("/T=%d", T)
 						}
-						i := 0
-						for b.Loop() {
-							be.MatMul(Dense(yv, 1, n), Dense(xv, 1, k), ws[i%copies], false)
-							i++
-						}
-						ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
-						b.ReportMetric(ns/1e3, "µs/op")
-						b.ReportMetric(float64(len(p.bytes))/ns, "GB/s")
-					})
+						b.Run(name, func(b *testing.B) {
+							if err := be.SetActivations(act); err != nil {
+								b.Fatal(err)
+							}
+							i := 0
+							for b.Loop() {
+								be.MatMul(Dense(yv, T, n), Dense(xv, T, k), ws[i%copies], false)
+								i++
+							}
+							ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+							b.ReportMetric(ns/1e3, "µs/op")
+							b.ReportMetric(float64(len(p.bytes))/ns, "GB/s")
+						})
+					}
 				}
 			}
 		}
