@@ -457,9 +457,6 @@ AVX2 static inline __attribute__((always_inline)) void q8_groups_nt(const int bi
  * rows pf rows further on are prefetched one cache line per 64 bytes of each
  * plane consumed (pf = 0: none; as ni_q8p_rows_vnni_vbmi). */
 #define NI_Q8R2_ROWS 4
-static inline __attribute__((always_inline)) void rows_prefetch(const uint8_t *p, int64_t from, int64_t to) {
-    for (int64_t o = (from + 63) & ~(int64_t)63; o < to; o += 64) _mm_prefetch((const char *)(p + o), _MM_HINT_T0);
-}
 AVX2 static inline __attribute__((always_inline)) void q8_rows_avx2(const int NR, const uint8_t *base,
                                                                 const uint8_t *scales, ni_row_block rb,
                                                                 int64_t ngroups, const int8_t *xq, const float *xe,
@@ -471,8 +468,8 @@ AVX2 static inline __attribute__((always_inline)) void q8_rows_avx2(const int NR
     {                                                                                                                 \
         const int64_t g = (G);                                                                                        \
         if (pf) {                                                                                                     \
-            rows_prefetch(pb, NR * 32 * g, NR * 32 * (g + 1));                                                        \
-            rows_prefetch(ps, NR * 2 * g, NR * 2 * (g + 1));                                                          \
+            ni_prefetch_range(pb, NR * 32 * g, NR * 32 * (g + 1));                                                    \
+            ni_prefetch_range(ps, NR * 2 * g, NR * 2 * (g + 1));                                                      \
         }                                                                                                             \
         const __m256i xv = _mm256_loadu_si256((const __m256i *)(xq + 32 * g));                                        \
         const __m256 ev = _mm256_loadu_ps(xe + 8 * g);                                                                \
@@ -1024,9 +1021,6 @@ AVX512VNNIVBMIP static inline __attribute__((always_inline)) void q8p_vnni_vbmi_
  * of each plane, so this streams them in order ahead of use (pf = 0: no
  * prefetch). */
 #define NI_Q8PR_ROWS 4
-static inline __attribute__((always_inline)) void q8pr_prefetch(const uint8_t *p, int64_t from, int64_t to) {
-    for (int64_t o = (from + 63) & ~(int64_t)63; o < to; o += 64) _mm_prefetch((const char *)(p + o), _MM_HINT_T0);
-}
 AVX512VNNIVBMIP static inline __attribute__((always_inline)) void q8pr_vnni_vbmi(
     const int bits, const int NR, const uint8_t *base, const uint8_t *high, const uint8_t *scales, ni_row_block rb,
     int64_t ngroups, const int8_t *xq, const int32_t *xo, const float *xe, int64_t pf, float *out) {
@@ -1043,9 +1037,9 @@ AVX512VNNIVBMIP static inline __attribute__((always_inline)) void q8pr_vnni_vbmi
     {                                                                                                                 \
         const int64_t g = (G);                                                                                        \
         if (pf) {                                                                                                     \
-            q8pr_prefetch(pb, NR * 32 * g, NR * 32 * (g + 1));                                                        \
-            if (hb) q8pr_prefetch(ph, NR * hb * g, NR * hb * (g + 1));                                                \
-            q8pr_prefetch(ps, NR * 2 * g, NR * 2 * (g + 1));                                                          \
+            ni_prefetch_range(pb, NR * 32 * g, NR * 32 * (g + 1));                                                    \
+            if (hb) ni_prefetch_range(ph, NR * hb * g, NR * hb * (g + 1));                                            \
+            ni_prefetch_range(ps, NR * 2 * g, NR * 2 * (g + 1));                                                      \
         }                                                                                                             \
         if (!(g & 15)) {                                                                                              \
             const __mmask16 sm = (__mmask16)(ngroups - g >= 16 ? 0xffff : (1u << (ngroups - g)) - 1);                 \

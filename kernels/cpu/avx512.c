@@ -389,9 +389,6 @@ AVX512 void ni_dot_groups_multi_avx512(int bits, const uint8_t *base, const uint
  * 64 bytes of each plane consumed (pf = 0: none; q8p_rows in avx2.c has the
  * same scheme). */
 #define NI_DGR_ROWS 4
-AVX512 INLINE void dgr_prefetch(const uint8_t *p, int64_t from, int64_t to) {
-    for (int64_t o = (from + 63) & ~(int64_t)63; o < to; o += 64) _mm_prefetch((const char *)(p + o), _MM_HINT_T0);
-}
 AVX512 INLINE void dot_q8_rows(const int NR, const uint8_t *base, const uint8_t *scales, ni_row_block rb,
                                int64_t ngroups, const float *x, int64_t pf, float *out) {
     const uint8_t *pb = base + pf * rb.base, *ps = scales + pf * rb.scales;
@@ -401,8 +398,8 @@ AVX512 INLINE void dot_q8_rows(const int NR, const uint8_t *base, const uint8_t 
     {                                                                                                                 \
         const int64_t g = (G);                                                                                        \
         if (pf) {                                                                                                     \
-            dgr_prefetch(pb, NR * 32 * g, NR * 32 * (g + 1));                                                         \
-            dgr_prefetch(ps, NR * 2 * g, NR * 2 * (g + 1));                                                           \
+            ni_prefetch_range(pb, NR * 32 * g, NR * 32 * (g + 1));                                                    \
+            ni_prefetch_range(ps, NR * 2 * g, NR * 2 * (g + 1));                                                      \
         }                                                                                                             \
         const __m512 x0 = _mm512_loadu_ps(x + 32 * g), x1 = _mm512_loadu_ps(x + 32 * g + 16);                       \
         for (int r = 0; r < NR; r++) {                                                                                \

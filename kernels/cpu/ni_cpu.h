@@ -211,6 +211,14 @@ void ni_q8p_groups_multi_vnni(int bits, const uint8_t *base, const uint8_t *high
 void ni_q8p_groups_multi_vnni_vbmi(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
                                    ni_row_block rb, int64_t ngroups, const int8_t *xq, int64_t ldq,
                                    const int32_t *xo, int64_t ldo, const float *xe, int64_t lde, int nt, float *out);
+/* Prefetches the cache lines of p[from, to) that start at a multiple of 64
+ * bytes past p: the multi-row GEMVs call it with consecutive ranges (the
+ * bytes of each plane one pass consumes, offset to the rows pf further on),
+ * so every line of those rows is fetched once, in order, ahead of use. */
+static inline void ni_prefetch_range(const uint8_t *p, int64_t from, int64_t to) {
+    for (int64_t o = (from + 63) & ~(int64_t)63; o < to; o += 64) __builtin_prefetch(p + o, 0, 3);
+}
+
 /* rb.n q8 rows of ni_q8_groups_multi_avx2(8, …) at one token (nt = 1),
  * each row's value bit-identical to it, 4 rows per pass, the rows pf rows
  * further on prefetched: out[r]. */
