@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
+#include <xmmintrin.h>
 
 #define NI_MAX_THREADS 256
 
@@ -215,8 +216,8 @@ void ni_q8p_groups_multi_vnni_vbmi(int bits, const uint8_t *base, const uint8_t 
  * bytes past p: the multi-row GEMVs call it with consecutive ranges (the
  * bytes of each plane one pass consumes, offset to the rows pf further on),
  * so every line of those rows is fetched once, in order, ahead of use. */
-static inline void ni_prefetch_range(const uint8_t *p, int64_t from, int64_t to) {
-    for (int64_t o = (from + 63) & ~(int64_t)63; o < to; o += 64) __builtin_prefetch(p + o, 0, 3);
+static inline __attribute__((always_inline)) void ni_prefetch_range(const uint8_t *p, int64_t from, int64_t to) {
+    for (int64_t o = (from + 63) & ~(int64_t)63; o < to; o += 64) _mm_prefetch((const char *)(p + o), _MM_HINT_T0);
 }
 
 /* rb.n q8 rows of ni_q8_groups_multi_avx2(8, …) at one token (nt = 1),
@@ -229,8 +230,9 @@ void ni_q8_rows_avx2(const uint8_t *base, const uint8_t *scales, ni_row_block rb
  * further on prefetched (ni_q8p_rows_vnni_vbmi's scheme): out[r]. */
 void ni_dot_q8_rows_avx512(const uint8_t *base, const uint8_t *scales, ni_row_block rb, int64_t ngroups,
                            const float *x, int64_t pf, float *out);
-/* rb.n rows of ni_q8p_groups_multi_vnni_vbmi at one token (nt = 1), each
- * row's value bit-identical to it: up to 4 rows share each group's loads of
+/* rb.n rows of ni_q8p_groups_multi_vnni_vbmi (q4: of
+ * ni_q8p_groups_multi_vnni, the same for q4) at one token (nt = 1), each
+ * row's value bit-identical to it (needs AVX512_VBMI for every format): up to 4 rows share each group's loads of
  * the token, and the rows pf rows further on (pf = 0: none; the caller
  * keeps them inside the weight) are prefetched as the planes are consumed.
  * out[r·NI_MT_TOKENS]. */

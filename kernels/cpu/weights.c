@@ -248,6 +248,8 @@ typedef struct {
     int rows4;       /* NI_ACT_Q8 on AVX-512 VNNI: the multi-row kernel (NINFER_CPU_Q8ROWS=1; off by default:
                         2-3x faster alone, slower end to end so far, docs/PERF.md) */
     int vbmi;        /* permuted q5/q6 kernels: high bits by AVX-512 VBMI (perm_vbmi) */
+    int rows_vbmi;   /* the int8 VNNI+VBMI multi-row GEMV applies (ni_q8p_rows_vnni_vbmi: q5/q6 with VBMI high
+                        bits, q4 on a CPU with AVX512_VBMI) */
     int pf_rows;     /* GEMVs at T = 1 that take several rows per pass (int8 q4–q6 on VNNI+VBMI, fp32 q8 at
                         AVX-512): prefetch distance in rows; -1 = one row at a time (gemv_rows) */
     const int32_t *xo; /* permuted VNNI route: token t's group offset lanes at xo + t·(kpad/4) (ni_q8p_offsets_vnni) */
@@ -681,7 +683,7 @@ static void mm_q8(const mm_args *a, int64_t n0, int64_t n1) {
                 const mm_planes rp = mm_row_planes(w, n);
                 const ni_row_block rb = {(int)(p.ne - n < RB ? p.ne - n : RB), w->gpr * w->base_bytes,
                                          w->gpr * w->high_bytes, 2 * w->gpr};
-                if (a->vbmi && nt == 1 && a->pf_rows >= 0) {
+                if (a->rows_vbmi && nt == 1 && a->pf_rows >= 0) {
                     const int64_t pf = n + rb.n + a->pf_rows <= w->n ? a->pf_rows : 0;
                     ni_q8p_rows_vnni_vbmi((int)w->bits, rp.base, rp.high, rp.scales, rb, ngroups, xq, xo, xe, pf, ob);
                 } else if (isa == NI_ISA_AVX2)
@@ -849,6 +851,11 @@ static int q8w_legacy(void) {
     return e && strcmp(e, "legacy") == 0;
 }
 
+static int cpu_vbmi(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512vbmi");
+}
+
 /* Whether the permuted q5/q6 kernels take their high bits by AVX-512 VBMI
  * (perm_high.h; bit-identical to BMI2 pext): at AVX-512 on a CPU with
  * AVX512_VBMI, unless NINFER_CPU_VBMI=0 (comparison and test switch). */
@@ -931,6 +938,7 @@ void ni_matmul_act(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accu
         for (int64_t t = 0; t < x.t; t++) q8_quantize(c->isa, x.p + t * x.ld, w->k, kpad, xq + t * kpad, xs + t * nbk);
         a.perm = q8_perm(c->isa, (int)w->bits);
         a.vbmi = a.perm && perm_vbmi(c->isa, w);
+        a.rows_vbmi = a.vbmi || (a.perm && w->bits == 4 && c->isa == NI_ISA_AVX512 && q8_vnni() && cpu_vbmi());
         const char *rows4 = getenv("NINFER_CPU_Q8ROWS");
         a.rows4 = rows4 && strcmp(rows4, "1") == 0;
         for (int64_t i = 0; i < x.t * nbk; i += 2) /* kpad/32 is even: blocks come in pairs */
