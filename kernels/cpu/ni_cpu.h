@@ -232,10 +232,10 @@ void ni_dot_q8_rows_avx512(const uint8_t *base, const uint8_t *scales, ni_row_bl
                            const float *x, int64_t pf, float *out);
 /* rb.n rows of ni_q8p_groups_multi_vnni_vbmi (q4: of
  * ni_q8p_groups_multi_vnni, the same for q4) at one token (nt = 1), each
- * row's value bit-identical to it (needs AVX512_VBMI for every format): up to 4 rows share each group's loads of
- * the token, and the rows pf rows further on (pf = 0: none; the caller
- * keeps them inside the weight) are prefetched as the planes are consumed.
- * out[r·NI_MT_TOKENS]. */
+ * row's value bit-identical to it (needs AVX512_VBMI for every format): up
+ * to 4 rows share each group's loads of the token, and the rows pf rows
+ * further on (pf = 0: none; the caller keeps them inside the weight) are
+ * prefetched as the planes are consumed. out[r·NI_MT_TOKENS]. */
 void ni_q8p_rows_vnni_vbmi(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
                            ni_row_block rb, int64_t ngroups, const int8_t *xq, const int32_t *xo, const float *xe,
                            int64_t pf, float *out);

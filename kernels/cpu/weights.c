@@ -251,9 +251,15 @@ typedef struct {
     int rows_vbmi;   /* the int8 VNNI+VBMI multi-row GEMV applies (ni_q8p_rows_vnni_vbmi: q5/q6 with VBMI high
                         bits, q4 on a CPU with AVX512_VBMI) */
     int pf_rows;     /* GEMVs at T = 1 that take several rows per pass (int8 q4–q6 on VNNI+VBMI, fp32 q8 at
-                        AVX-512): prefetch distance in rows; -1 = one row at a time (gemv_rows) */
+                        AVX-512, int8 q8 at AVX2): prefetch distance in rows; -1 = one row at a time (gemv_rows) */
     const int32_t *xo; /* permuted VNNI route: token t's group offset lanes at xo + t·(kpad/4) (ni_q8p_offsets_vnni) */
 } mm_args;
+
+/* The prefetch distance for a multi-row pass over rows n … n + nr − 1: the
+ * rows pf_rows further on when they are inside the weight, else 0 (none). */
+static inline int64_t mm_pf(const mm_args *a, int64_t n, int nr) {
+    return n + nr + a->pf_rows <= a->w->n ? a->pf_rows : 0;
+}
 
 static inline void mm_store(const mm_args *a, int64_t t, int64_t n, float v) {
     float *p = a->y.p + t * a->y.ld + n;
@@ -683,10 +689,10 @@ static void mm_q8(const mm_args *a, int64_t n0, int64_t n1) {
                 const mm_planes rp = mm_row_planes(w, n);
                 const ni_row_block rb = {(int)(p.ne - n < RB ? p.ne - n : RB), w->gpr * w->base_bytes,
                                          w->gpr * w->high_bytes, 2 * w->gpr};
-                if (a->rows_vbmi && nt == 1 && a->pf_rows >= 0) {
-                    const int64_t pf = n + rb.n + a->pf_rows <= w->n ? a->pf_rows : 0;
-                    ni_q8p_rows_vnni_vbmi((int)w->bits, rp.base, rp.high, rp.scales, rb, ngroups, xq, xo, xe, pf, ob);
-                } else if (isa == NI_ISA_AVX2)
+                if (a->rows_vbmi && nt == 1 && a->pf_rows >= 0)
+                    ni_q8p_rows_vnni_vbmi((int)w->bits, rp.base, rp.high, rp.scales, rb, ngroups, xq, xo, xe,
+                                          mm_pf(a, n, rb.n), ob);
+                else if (isa == NI_ISA_AVX2)
                     ni_q8u_groups_multi_avx2((int)w->bits, rp.base, rp.high, rp.scales, rb, ngroups, xq, kpad, xo,
                                              kpad / 4, xe, 8 * nbk, nt, ob);
                 else
@@ -704,8 +710,8 @@ static void mm_q8(const mm_args *a, int64_t n0, int64_t n1) {
             for (int64_t n = p.nc; n < p.ne; n += RB) {
                 const mm_planes rp = mm_row_planes(w, n);
                 const ni_row_block rb = {(int)(p.ne - n < RB ? p.ne - n : RB), w->gpr * w->base_bytes, 0, 2 * w->gpr};
-                const int64_t pf = n + rb.n + a->pf_rows <= w->n ? a->pf_rows : 0;
-                ni_q8_rows_avx2(rp.base, rp.scales, rb, ngroups, a->xq + t0 * kpad, a->xe + t0 * 8 * nbk, pf, ob);
+                ni_q8_rows_avx2(rp.base, rp.scales, rb, ngroups, a->xq + t0 * kpad, a->xe + t0 * 8 * nbk,
+                                mm_pf(a, n, rb.n), ob);
                 for (int r = 0; r < rb.n; r++) mm_store(a, t0, n + r, ob[r]);
             }
             continue;
@@ -755,8 +761,7 @@ static void mm_task(void *a_, int task, int tid) {
             for (int64_t n = n0; n < n1; n += RB) {
                 const mm_planes rp = mm_row_planes(w, n);
                 const ni_row_block rb = {(int)(n1 - n < RB ? n1 - n : RB), w->gpr * w->base_bytes, 0, 2 * w->gpr};
-                const int64_t pf = n + rb.n + a->pf_rows <= w->n ? a->pf_rows : 0;
-                ni_dot_q8_rows_avx512(rp.base, rp.scales, rb, full, x, pf, ob);
+                ni_dot_q8_rows_avx512(rp.base, rp.scales, rb, full, x, mm_pf(a, n, rb.n), ob);
                 for (int r = 0; r < rb.n; r++) {
                     float v = ob[r];
                     if (full * w->group < K) {
@@ -851,6 +856,9 @@ static int q8w_legacy(void) {
     return e && strcmp(e, "legacy") == 0;
 }
 
+/* Whether the CPU has AVX512_VBMI (perm implies BMI2 at AVX-512). Not
+ * ni_cpu_has_vbmi: that asks ni_cpu_best_isa, whose CPUID/XGETBV run on
+ * every call, and a VM exits on each: per matmul it cost ~7 % of 0.8B decode). */
 static int cpu_vbmi(void) {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512vbmi");
@@ -887,8 +895,8 @@ static int q8_perm_lane(int perm, int l) {
     return 32 * h + 4 * p + 2 * rho + o;
 }
 
-/* The multi-row T = 1 GEMVs (ni_q8p_rows_vnni_vbmi, ni_dot_q8_rows_avx512)
- * and their prefetch distance in rows: NINFER_CPU_MULTIROW=0 keeps one row
+/* The multi-row T = 1 GEMVs (ni_q8p_rows_vnni_vbmi, ni_dot_q8_rows_avx512,
+ * ni_q8_rows_avx2) and their prefetch distance in rows: NINFER_CPU_MULTIROW=0 keeps one row
  * at a time (-1; a comparison switch, bit-identical),
  * NINFER_CPU_PREFETCH_ROWS=<rows> sets the distance (default 8; 0 = no
  * prefetch). */
