@@ -386,7 +386,7 @@ AVX512 void ni_dot_groups_multi_avx512(int bits, const uint8_t *base, const uint
  * computed exactly as alone (group_nt's products, sum and scale FMA, the
  * same two chains): the token's 32 values are loaded once a group for all
  * rows, and the rows pf rows further on are prefetched one cache line per
- * 64 bytes of each plane consumed (pf = 0: none; q8p_rows in avx2.c has the
+ * 64 bytes of each plane consumed (pf = 0: none; ni_q8p_rows_vnni_vbmi in avx2.c has the
  * same scheme). */
 #define NI_DGR_ROWS 4
 AVX512 INLINE void dot_q8_rows(const int NR, const uint8_t *base, const uint8_t *scales, ni_row_block rb,
