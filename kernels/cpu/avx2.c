@@ -522,7 +522,7 @@ AVX2 void ni_q8_groups_multi_avx2(int bits, const uint8_t *base, const uint8_t *
     }
 }
 
-/* ---- AVX2 on offset-binary codes (q4 permuted, q5 natural, q6 r-order) ----
+/* ---- AVX2 on offset-binary codes (q4 permuted, q5 s-order, q6 r-order) ----
  * The stored two's-complement code c with its top bit flipped is
  * u = q + 2^(bits−1) ∈ [0, 2^bits): maddubs takes it as its unsigned
  * operand directly (pair sums ≤ 2·63·127 < 32767, no saturation; not q8,
@@ -530,12 +530,13 @@ AVX2 void ni_q8_groups_multi_avx2(int bits, const uint8_t *base, const uint8_t *
  * token's offset lanes xo = −2^(bits−1)·Σ of each 4 activation codes
  * (ni_q8u_offsets_avx2, once per matmul, on the codes as stored), so
  * p = Σ u·x − 2^(bits−1)·Σ x = Σ q·x: exact int32 lanes, without the two
- * vpsignb per block and token. q4 and q5 keep the lane grouping of the
- * sign-trick bodies above (the same int32 lanes, the same fp32 steps in the
- * same order: bit-identical results); q6 runs on the r-order layout
- * (dec_r6), whose int32 lanes group the lanes differently (same values up to
- * fp32 rounding of the block sums). The codes of a group are decoded at 256
- * bits with no BMI2 (pext is microcoded on some AVX2 CPUs). */
+ * vpsignb per block and token. q4 keeps the lane grouping of the
+ * sign-trick body above (the same int32 lanes, the same fp32 steps in the
+ * same order: bit-identical results); q5 runs on the s-order layout
+ * (dec_s5) and q6 on the r-order layout (dec_r6), whose int32 lanes group
+ * the lanes differently (same values up to fp32 rounding of the block sums).
+ * The codes of a group are decoded at 256 bits with no BMI2 (pext is
+ * microcoded on some AVX2 CPUs). */
 AVX2 void ni_q8u_offsets_avx2(int bits, const int8_t *xq, int64_t nblocks, int32_t *xo) {
     const __m256i ov = _mm256_set1_epi8((char)(1 << (bits - 1))), ones = _mm256_set1_epi16(1);
     for (int64_t b = 0; b < nblocks; b++) {
@@ -548,44 +549,46 @@ AVX2 void ni_q8u_offsets_avx2(int bits, const int8_t *xq, int64_t nblocks, int32
 /* The group loop with the fp16 group scales converted 8 at a time (one
  * vcvtph2ps, then a lane broadcast per group, instead of two byte loads, an
  * insert and a conversion per group; the same fp32 values): GROUP(g, sw)
- * per group. */
+ * per group. Unrolled, so each broadcast is one vpermps with a constant
+ * index (rolled, GCC built the index with vmovd + vpbroadcastd per group). */
 #define NI_Q8U_SCALES8(GROUP)                                                                                         \
     int64_t g8 = 0;                                                                                                   \
     for (; g8 + 8 <= ngroups; g8 += 8) {                                                                              \
         const __m256 s8v = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(scales + 2 * g8)));                      \
-        for (int i = 0; i < 8; i++) GROUP(g8 + i, _mm256_permutevar8x32_ps(s8v, _mm256_set1_epi32(i)))                \
+        _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++)                                                          \
+            GROUP(g8 + i, _mm256_permutevar8x32_ps(s8v, _mm256_set1_epi32(i)))                                        \
     }                                                                                                                 \
     for (; g8 < ngroups; g8++) GROUP(g8, q8_scale(scales, g8))
 
-/* The 64 offset-binary codes of a q5 group: lanes 0..31 in u[0], 32..63 in
- * u[1] (natural order; base byte k holds lanes 2k and 2k + 1; lane i's high
- * bit is bit i of the 8 high bytes). */
-AVX2 static inline __attribute__((always_inline)) void dec_u256(const int bits, const uint8_t *base,
-                                                            const uint8_t *high, __m256i *u) {
+/* The 64 offset-binary codes of a q5 group in the s-order layout (q8_perm
+ * 3): position 16h + 4d + j (h = half, d, j < 4) of u[0] holds lane
+ * 32h + 8j + 2d, the low nibble of base byte 16h + 4j + d (one byte shuffle,
+ * a 4×4 transpose in each half), and the same position of u[1] the next
+ * lane, that byte's high nibble. Lane 8m + e takes bit e of high byte m, so
+ * dword d of half h holds high bytes 4h..4h+3 (one byte shuffle), their high
+ * nibbles shifted down for d ≥ 2 (one word shift and a blend), and one dword
+ * shift per vector by 4 − 2(d mod 2) (u[0], e = 2d) or one less (u[1],
+ * e = 2d + 1) lines bit e up at bit 4; andnot both flips it (offset binary)
+ * and masks it: 7 operations for the 64 high bits instead of 11 in the
+ * natural layout, and no unpack or lane permute of the nibbles. Every int32
+ * lane of the dot products holds four lanes of one half (one block); the
+ * low half of each vector is block 0, the high half block 1, as the
+ * permuted block scales [s0×4, s1×4] expect. */
+AVX2 static inline __attribute__((always_inline)) void dec_s5(const uint8_t *base, const uint8_t *high, __m256i *u) {
     const __m256i m4 = _mm256_set1_epi8(0x0f), x10 = _mm256_set1_epi8(0x10);
-    __m256i b = _mm256_loadu_si256((const __m256i *)base);
-    __m256i lo = _mm256_and_si256(b, m4), hi = _mm256_and_si256(_mm256_srli_epi16(b, 4), m4);
-    __m256i a = _mm256_unpacklo_epi8(lo, hi), c = _mm256_unpackhi_epi8(lo, hi); /* [0..15 | 32..47], [16..31 | 48..63] */
-    u[0] = _mm256_permute2x128_si256(a, c, 0x20);
-    u[1] = _mm256_permute2x128_si256(a, c, 0x31);
-    if (bits == 5) {
-        uint64_t h;
-        memcpy(&h, high, 8);
-        const __m256i hv = _mm256_set1_epi64x((long long)h);
-        const __m256i bit = _mm256_set1_epi64x(0x8040201008040201ll);
-        const __m256i idx[2] = {_mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2,
-                                                 3, 3, 3, 3, 3, 3, 3, 3),
-                                _mm256_setr_epi8(4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5, 6, 6, 6, 6, 6, 6, 6, 6,
-                                                 7, 7, 7, 7, 7, 7, 7, 7)};
-        for (int j = 0; j < 2; j++) {
-            __m256i hb = _mm256_shuffle_epi8(hv, idx[j]);
-            __m256i on = _mm256_cmpeq_epi8(_mm256_and_si256(hb, bit), bit);
-            u[j] = _mm256_or_si256(u[j], _mm256_and_si256(on, x10));
-        }
-    }
-    const __m256i sg = _mm256_set1_epi8((char)(1 << (bits - 1)));
-    u[0] = _mm256_xor_si256(u[0], sg);
-    u[1] = _mm256_xor_si256(u[1], sg);
+    const __m256i tr = _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15, 0, 4, 8, 12, 1, 5, 9, 13,
+                                        2, 6, 10, 14, 3, 7, 11, 15);
+    const __m256i ih = _mm256_setr_epi8(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6, 7, 4, 5, 6, 7, 4, 5, 6,
+                                        7, 4, 5, 6, 7);
+    const __m256i c0 = _mm256_setr_epi32(4, 2, 4, 2, 4, 2, 4, 2), c1 = _mm256_setr_epi32(3, 1, 3, 1, 3, 1, 3, 1);
+    __m256i b = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i *)base), tr);
+    uint64_t h;
+    memcpy(&h, high, 8);
+    __m256i hs = _mm256_shuffle_epi8(_mm256_set1_epi64x((long long)h), ih);
+    hs = _mm256_blend_epi32(hs, _mm256_srli_epi16(hs, 4), 0xcc);
+    u[0] = _mm256_or_si256(_mm256_and_si256(b, m4), _mm256_andnot_si256(_mm256_sllv_epi32(hs, c0), x10));
+    u[1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b, 4), m4),
+                           _mm256_andnot_si256(_mm256_sllv_epi32(hs, c1), x10));
 }
 
 /* The 64 offset-binary codes of a q6 group in the r-order layout (lane
@@ -600,7 +603,7 @@ AVX2 static inline __attribute__((always_inline)) void dec_u256(const int bits, 
  * Low half of each vector = block 0 (lanes 0..31), high half = block 1, as
  * the permuted block scales [s0×4, s1×4] expect. */
 AVX2 static inline __attribute__((always_inline)) void dec_r6(const uint8_t *base, const uint8_t *high, __m256i *u) {
-    const __m256i m4 = _mm256_set1_epi8(0x0f), x30 = _mm256_set1_epi8(0x30), sg = _mm256_set1_epi8(0x20);
+    const __m256i m4 = _mm256_set1_epi8(0x0f), x30 = _mm256_set1_epi8(0x30), sg = _mm256_set1_epi8((char)0xaa);
     const __m256i ib = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15, 0, 2, 4, 6, 8, 10, 12, 14,
                                         1, 3, 5, 7, 9, 11, 13, 15);
     const __m256i ih = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 8,
@@ -608,10 +611,11 @@ AVX2 static inline __attribute__((always_inline)) void dec_r6(const uint8_t *bas
     const __m256i cnt = _mm256_setr_epi32(4, 4, 0, 0, 4, 4, 0, 0);
     __m256i b = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i *)base), ib);
     __m256i hs = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)high)), ih);
+    hs = _mm256_xor_si256(hs, sg); /* the top bit of every lane's two high bits: offset binary */
     __m256i h0 = _mm256_and_si256(_mm256_sllv_epi32(hs, cnt), x30);
     __m256i h1 = _mm256_and_si256(_mm256_sllv_epi32(_mm256_srli_epi16(hs, 2), cnt), x30);
-    u[0] = _mm256_xor_si256(_mm256_or_si256(_mm256_and_si256(b, m4), h0), sg);
-    u[1] = _mm256_xor_si256(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b, 4), m4), h1), sg);
+    u[0] = _mm256_or_si256(_mm256_and_si256(b, m4), h0);
+    u[1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b, 4), m4), h1);
 }
 
 /* Block kb of the offset-binary codes u into acc[j] (as q8_block_nt). */
@@ -641,7 +645,7 @@ AVX2 static inline __attribute__((always_inline)) void q8u_groups_nt(const int b
     {                                                                                                                 \
         __m256i u[2];                                                                                                 \
         if (bits == 6) dec_r6(base + 32 * (G), high + hb * (G), u);                                                   \
-        else dec_u256(bits, base + 32 * (G), high + hb * (G), u);                                                     \
+        else dec_s5(base + 32 * (G), high + hb * (G), u);                                                             \
         q8u_block_nt(u[0], SW, xq, ldq, xo, ldo, xe, lde, 2 * (G), NT, acc0);                                         \
         q8u_block_nt(u[1], SW, xq, ldq, xo, ldo, xe, lde, 2 * (G) + 1, NT, acc1);                                     \
     }
@@ -652,19 +656,20 @@ AVX2 static inline __attribute__((always_inline)) void q8u_groups_nt(const int b
 
 /* q4, permuted layout (q8p_q4_nt below): the low nibbles of a group's 32
  * base bytes are its even lanes (activation chunk 2g), the high nibbles its
- * odd lanes (chunk 2g + 1). */
+ * odd lanes (chunk 2g + 1); both nibbles' top bits flipped by one xor
+ * before the split. */
 AVX2 static inline __attribute__((always_inline)) void q8pu_q4_nt(const uint8_t *base, const uint8_t *scales,
                                                               int64_t ngroups, const int8_t *xq, int64_t ldq,
                                                               const int32_t *xo, int64_t ldo, const float *xe,
                                                               int64_t lde, const int NT, float *out) {
-    const __m256i m4 = _mm256_set1_epi8(0x0f), s8 = _mm256_set1_epi8(8);
+    const __m256i m4 = _mm256_set1_epi8(0x0f), s88 = _mm256_set1_epi8((char)0x88);
     __m256 acc0[NI_MT_MAX], acc1[NI_MT_MAX];
     for (int j = 0; j < NT; j++) acc0[j] = acc1[j] = _mm256_setzero_ps();
 #define NI_Q8U_GROUP(G, SW)                                                                                           \
     {                                                                                                                 \
-        __m256i b = _mm256_loadu_si256((const __m256i *)(base + 32 * (G)));                                           \
-        __m256i u0 = _mm256_xor_si256(_mm256_and_si256(b, m4), s8);                                                   \
-        __m256i u1 = _mm256_xor_si256(_mm256_and_si256(_mm256_srli_epi16(b, 4), m4), s8);                             \
+        __m256i b = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(base + 32 * (G))), s88);                    \
+        __m256i u0 = _mm256_and_si256(b, m4);                                                                         \
+        __m256i u1 = _mm256_and_si256(_mm256_srli_epi16(b, 4), m4);                                                   \
         q8u_block_nt(u0, SW, xq, ldq, xo, ldo, xe, lde, 2 * (G), NT, acc0);                                           \
         q8u_block_nt(u1, SW, xq, ldq, xo, ldo, xe, lde, 2 * (G) + 1, NT, acc1);                                       \
     }

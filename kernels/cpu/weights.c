@@ -621,10 +621,10 @@ static int avx2_signed(void) {
 
 /* The activation layout of the int8 GEMV of bits-bit weights at isa
  * (avx2.c): 1 = even lanes first (q4 at AVX2, q4/q5/q6 at AVX-512 with
- * BMI2), 2 = r-order (q6 at AVX2 on offset-binary codes, dec_r6), 0 =
- * natural. */
+ * BMI2), 2 = r-order (q6 at AVX2 on offset-binary codes, dec_r6), 3 =
+ * s-order (q5 at AVX2 on offset-binary codes, dec_s5), 0 = natural. */
 static int q8_perm(int isa, int bits) {
-    if (isa == NI_ISA_AVX2) return bits == 4 ? 1 : bits == 6 && !avx2_signed() ? 2 : 0;
+    if (isa == NI_ISA_AVX2) return bits == 4 ? 1 : avx2_signed() ? 0 : bits == 6 ? 2 : bits == 5 ? 3 : 0;
     if (isa == NI_ISA_AVX512) {
         __builtin_cpu_init();
         return bits != 8 && __builtin_cpu_supports("bmi2");
@@ -888,9 +888,11 @@ static int fp32_perm(int isa, const ni_weight *w) {
 
 /* The lane stored at position l of a 64-value group in layout perm
  * (q8_perm): 1 even lanes first; 2 r-order (avx2.c dec_r6): position
- * 32o + 16h + 8ρ + p holds lane 32h + 4p + 2ρ + o. */
+ * 32o + 16h + 8ρ + p holds lane 32h + 4p + 2ρ + o; 3 s-order (avx2.c
+ * dec_s5): position 32o + 16h + 4d + j holds lane 32h + 8j + 2d + o. */
 static int q8_perm_lane(int perm, int l) {
     if (perm == 1) return l < 32 ? 2 * l : 2 * (l - 32) + 1;
+    if (perm == 3) return 32 * ((l >> 4) & 1) + 8 * (l & 3) + 2 * ((l >> 2) & 3) + (l >> 5);
     int o = l >> 5, h = (l >> 4) & 1, rho = (l >> 3) & 1, p = l & 7;
     return 32 * h + 4 * p + 2 * rho + o;
 }
