@@ -113,13 +113,15 @@ enum { NI_ACT_F32 = 0, NI_ACT_Q8 = 1 };
 /* ni_matmul with activation mode act. NI_ACT_F32 is ni_matmul. NI_ACT_Q8
  * applies to q4–q8 weights at T ≤ NI_SMALL_T (every other format and larger
  * T run ni_matmul unchanged): each token row is first quantized in blocks b
- * of 32 values (columns 32b .. 32b+31, the last block zero-padded past K):
+ * of B values, B = the weight group (64 for q4/q5/q6, 32 for q8; columns
+ * Bb .. Bb+B−1, the last block zero-padded past K):
  *   a_b = max_{k∈b} |x_k|,  s_x[b] = fl(a_b / 127),  id = s_x[b] > 0 ? fl(1 / s_x[b]) : 0,
  *   q_x[k] = clamp(rne(fl(x_k · id)), −127, 127)
  * (a non-finite value in a block makes s_x[b] = NaN), then
- *   y_n = Σ_g s_w[n,g] · Σ_{b⊂g} s_x[b] · Σ_{k∈b} q_w[n,k] · q_x[k]
- * with the inner sums exact in int32 (a q4/q5/q6 group of 64 holds two
- * blocks, a q8 group of 32 one) and the rest in fp32 in any order
+ *   y_n = Σ_g s_w[n,g] · s_x[g] · Σ_{k∈g} q_w[n,k] · q_x[k]
+ * with the inner sums exact in int32 (any split of a group's sum into
+ * exact partial sums, e.g. per 32 values, is allowed: they are scaled by
+ * the same s_x) and the rest in fp32 in any order
  * (AVX2: maddubs + madd; AVX-512: BW maddubs + madd, or VNNI dpbusd when
  * the CPU has AVX512_VNNI — ni_cpu_has_vnni). The quantization is
  * bit-identical at every ISA level; results differ across levels only in

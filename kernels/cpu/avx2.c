@@ -389,8 +389,9 @@ AVX2 void ni_dot_bf16_multi_avx2(const uint16_t *w, const float *x, int64_t ldx,
 /* ---- int8 activations (NI_ACT_Q8, kernels/ninfer_ops.h) ----
  * One weight row of ngroups whole groups against NT quantized token rows:
  * token j's int8 codes at xq + j·ldq, its block scales expanded to 8 lanes
- * each (xe[8b + i] = s_x[b], i < 8) at xe + j·lde. Per 32-value block b
- * (group g, scale s_w): the integer dot Σ q_w·q_x is exact in int32
+ * each (xe[8b + i] = s_x[b], i < 8; the two 32-value blocks of a q4–q6
+ * group have the same scale, NI_ACT_Q8 quantizing per group) at xe + j·lde.
+ * Per 32-value block b (group g, scale s_w): the integer dot Σ q_w·q_x is exact in int32
  * (|q_w|·|q_x| ≤ 128·127, pairs summed in int16 without saturation:
  * 2·128·127 < 32767), converted to fp32, scaled by s_x[b] and added with
  * weight s_w into one of two per-token 8-lane accumulators (alternating
@@ -537,12 +538,14 @@ AVX2 void ni_q8_groups_multi_avx2(int bits, const uint8_t *base, const uint8_t *
  * the lanes differently (same values up to fp32 rounding of the block sums).
  * The codes of a group are decoded at 256 bits with no BMI2 (pext is
  * microcoded on some AVX2 CPUs). */
-AVX2 void ni_q8u_offsets_avx2(int bits, const int8_t *xq, int64_t nblocks, int32_t *xo) {
+AVX2 void ni_q8u_offsets_avx2(int bits, const int8_t *xq, int64_t ngroups, int32_t *xo) {
     const __m256i ov = _mm256_set1_epi8((char)(1 << (bits - 1))), ones = _mm256_set1_epi16(1);
-    for (int64_t b = 0; b < nblocks; b++) {
-        __m256i xv = _mm256_loadu_si256((const __m256i *)(xq + 32 * b));
-        __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(ov, xv), ones);
-        _mm256_storeu_si256((__m256i *)(xo + 8 * b), _mm256_sub_epi32(_mm256_setzero_si256(), s));
+    for (int64_t g = 0; g < ngroups; g++) {
+        __m256i x0 = _mm256_loadu_si256((const __m256i *)(xq + 64 * g));
+        __m256i x1 = _mm256_loadu_si256((const __m256i *)(xq + 64 * g + 32));
+        __m256i s16 = _mm256_add_epi16(_mm256_maddubs_epi16(ov, x0), _mm256_maddubs_epi16(ov, x1));
+        __m256i s = _mm256_madd_epi16(s16, ones);
+        _mm256_storeu_si256((__m256i *)(xo + 8 * g), _mm256_sub_epi32(_mm256_setzero_si256(), s));
     }
 }
 
@@ -618,17 +621,24 @@ AVX2 static inline __attribute__((always_inline)) void dec_r6(const uint8_t *bas
     u[1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b, 4), m4), h1);
 }
 
-/* Block kb of the offset-binary codes u into acc[j] (as q8_block_nt). */
-AVX2 static inline __attribute__((always_inline)) void q8u_block_nt(__m256i u, __m256 sw, const int8_t *xq,
-                                                                int64_t ldq, const int32_t *xo, int64_t ldo,
-                                                                const float *xe, int64_t lde, int64_t kb,
+/* Group g of the offset-binary codes (u0 = its block 2g, u1 = block 2g + 1,
+ * one activation scale: NI_ACT_Q8 quantizes q4–q6 activations in blocks of
+ * 64) into acc[j]: the two blocks' maddubs pair sums added in int16 (each
+ * ≤ 2·63·127 = 16002, the sum ≤ 32004 < 32767: exact), one madd, the
+ * group's offset lanes, one conversion, one activation and one weight
+ * scale. */
+AVX2 static inline __attribute__((always_inline)) void q8u_group_nt(__m256i u0, __m256i u1, __m256 sw,
+                                                                const int8_t *xq, int64_t ldq, const int32_t *xo,
+                                                                int64_t ldo, const float *xe, int64_t lde, int64_t g,
                                                                 const int NT, __m256 *acc) {
     const __m256i ones = _mm256_set1_epi16(1);
     for (int j = 0; j < NT; j++) {
-        __m256i xv = _mm256_loadu_si256((const __m256i *)(xq + j * ldq + 32 * kb));
-        __m256i p = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(u, xv), ones),
-                                     _mm256_loadu_si256((const __m256i *)(xo + j * ldo + 8 * kb)));
-        __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(p), _mm256_loadu_ps(xe + j * lde + 8 * kb));
+        const int8_t *xj = xq + j * ldq + 64 * g;
+        __m256i s16 = _mm256_add_epi16(_mm256_maddubs_epi16(u0, _mm256_loadu_si256((const __m256i *)xj)),
+                                       _mm256_maddubs_epi16(u1, _mm256_loadu_si256((const __m256i *)(xj + 32))));
+        __m256i p = _mm256_add_epi32(_mm256_madd_epi16(s16, ones),
+                                     _mm256_loadu_si256((const __m256i *)(xo + j * ldo + 8 * g)));
+        __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(p), _mm256_loadu_ps(xe + j * lde + 16 * g));
         acc[j] = _mm256_fmadd_ps(v, sw, acc[j]);
     }
 }
@@ -639,19 +649,18 @@ AVX2 static inline __attribute__((always_inline)) void q8u_groups_nt(const int b
                                                                  const int32_t *xo, int64_t ldo, const float *xe,
                                                                  int64_t lde, const int NT, float *out) {
     const int64_t hb = bits == 5 ? 8 : 16;
-    __m256 acc0[NI_MT_MAX], acc1[NI_MT_MAX];
-    for (int j = 0; j < NT; j++) acc0[j] = acc1[j] = _mm256_setzero_ps();
+    __m256 acc[NI_MT_MAX];
+    for (int j = 0; j < NT; j++) acc[j] = _mm256_setzero_ps();
 #define NI_Q8U_GROUP(G, SW)                                                                                           \
     {                                                                                                                 \
         __m256i u[2];                                                                                                 \
         if (bits == 6) dec_r6(base + 32 * (G), high + hb * (G), u);                                                   \
         else dec_s5(base + 32 * (G), high + hb * (G), u);                                                             \
-        q8u_block_nt(u[0], SW, xq, ldq, xo, ldo, xe, lde, 2 * (G), NT, acc0);                                         \
-        q8u_block_nt(u[1], SW, xq, ldq, xo, ldo, xe, lde, 2 * (G) + 1, NT, acc1);                                     \
+        q8u_group_nt(u[0], u[1], SW, xq, ldq, xo, ldo, xe, lde, G, NT, acc);                                          \
     }
     NI_Q8U_SCALES8(NI_Q8U_GROUP)
 #undef NI_Q8U_GROUP
-    for (int j = 0; j < NT; j++) out[j] = hsum(_mm256_add_ps(acc0[j], acc1[j]));
+    for (int j = 0; j < NT; j++) out[j] = hsum(acc[j]);
 }
 
 /* q4, permuted layout (q8p_q4_nt below): the low nibbles of a group's 32
@@ -663,19 +672,17 @@ AVX2 static inline __attribute__((always_inline)) void q8pu_q4_nt(const uint8_t 
                                                               const int32_t *xo, int64_t ldo, const float *xe,
                                                               int64_t lde, const int NT, float *out) {
     const __m256i m4 = _mm256_set1_epi8(0x0f), s88 = _mm256_set1_epi8((char)0x88);
-    __m256 acc0[NI_MT_MAX], acc1[NI_MT_MAX];
-    for (int j = 0; j < NT; j++) acc0[j] = acc1[j] = _mm256_setzero_ps();
+    __m256 acc[NI_MT_MAX];
+    for (int j = 0; j < NT; j++) acc[j] = _mm256_setzero_ps();
 #define NI_Q8U_GROUP(G, SW)                                                                                           \
     {                                                                                                                 \
         __m256i b = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(base + 32 * (G))), s88);                    \
-        __m256i u0 = _mm256_and_si256(b, m4);                                                                         \
-        __m256i u1 = _mm256_and_si256(_mm256_srli_epi16(b, 4), m4);                                                   \
-        q8u_block_nt(u0, SW, xq, ldq, xo, ldo, xe, lde, 2 * (G), NT, acc0);                                           \
-        q8u_block_nt(u1, SW, xq, ldq, xo, ldo, xe, lde, 2 * (G) + 1, NT, acc1);                                       \
+        q8u_group_nt(_mm256_and_si256(b, m4), _mm256_and_si256(_mm256_srli_epi16(b, 4), m4), SW, xq, ldq, xo, ldo,   \
+                     xe, lde, G, NT, acc);                                                                            \
     }
     NI_Q8U_SCALES8(NI_Q8U_GROUP)
 #undef NI_Q8U_GROUP
-    for (int j = 0; j < NT; j++) out[j] = hsum(_mm256_add_ps(acc0[j], acc1[j]));
+    for (int j = 0; j < NT; j++) out[j] = hsum(acc[j]);
 }
 
 AVX2 void ni_q8u_groups_multi_avx2(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
@@ -1152,26 +1159,28 @@ AVX512VNNIVBMIP void ni_q8p_groups_multi_vnni_vbmi(int bits, const uint8_t *base
     }
 }
 
-/* Quantizes k fp32 values to int8 codes q[0..kpad) (zero past k) and one
- * scale per 32-value block s[0..kpad/32), as the NI_ACT_Q8 contract says. */
-AVX2 void ni_q8_quantize_avx2(const float *x, int64_t k, int64_t kpad, int8_t *q, float *s) {
+/* Quantizes k fp32 values to int8 codes q[0..kpad) (zero past k) in blocks
+ * of blk = 32 or 64 values, one scale per 32 values in s[0..kpad/32) (a
+ * 64-value block's twice), as the NI_ACT_Q8 contract says. */
+AVX2 void ni_q8_quantize_avx2(const float *x, int64_t k, int64_t kpad, int blk, int8_t *q, float *s) {
     const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-    for (int64_t b0 = 0; b0 < kpad; b0 += 32) {
-        int64_t n = k - b0 < 32 ? (k - b0 > 0 ? k - b0 : 0) : 32;
-        if (n < 32) { /* partial or padding block: the scalar reference */
-            ni_q8_quantize_block(x + b0, (int)n, q + b0, s + b0 / 32);
+    const int nv = blk / 8;
+    for (int64_t b0 = 0; b0 < kpad; b0 += blk) {
+        int64_t n = k - b0 < blk ? (k - b0 > 0 ? k - b0 : 0) : blk;
+        if (n < blk) { /* partial or padding block: the scalar reference */
+            ni_q8_quantize_block(x + b0, (int)n, blk, q + b0, s + b0 / 32);
             continue;
         }
-        __m256 v[4], m = _mm256_setzero_ps();
+        __m256 v[8], m = _mm256_setzero_ps();
         int bad = 0;
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < nv; i++) {
             v[i] = _mm256_loadu_ps(x + b0 + 8 * i);
             __m256 a = _mm256_and_ps(v[i], absm);
             bad |= _mm256_movemask_ps(_mm256_cmp_ps(a, _mm256_set1_ps(3.4028235e38f), _CMP_NLE_UQ));
             m = _mm256_max_ps(m, a);
         }
         if (bad) {
-            ni_q8_quantize_block(x + b0, 32, q + b0, s + b0 / 32);
+            ni_q8_quantize_block(x + b0, blk, blk, q + b0, s + b0 / 32);
             continue;
         }
         __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
@@ -1179,18 +1188,20 @@ AVX2 void ni_q8_quantize_avx2(const float *x, int64_t k, int64_t kpad, int8_t *q
         m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
         float amax = _mm_cvtss_f32(m4);
         float d = amax / 127.0f, id = d > 0 ? 1.0f / d : 0.0f;
-        s[b0 / 32] = d;
+        for (int j = 0; j < blk / 32; j++) s[b0 / 32 + j] = d;
         __m256 idv = _mm256_set1_ps(id), lim = _mm256_set1_ps(127.0f);
-        __m256i c[4];
-        for (int i = 0; i < 4; i++) {
-            __m256 r = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v[i], idv), _mm256_set1_ps(-127.0f)), lim);
-            c[i] = _mm256_cvtps_epi32(r); /* round to nearest even (MXCSR default) */
+        for (int h = 0; h < nv; h += 4) {
+            __m256i c[4];
+            for (int i = 0; i < 4; i++) {
+                __m256 r = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v[h + i], idv), _mm256_set1_ps(-127.0f)), lim);
+                c[i] = _mm256_cvtps_epi32(r); /* round to nearest even (MXCSR default) */
+            }
+            __m256i p01 = _mm256_packs_epi32(c[0], c[1]), p23 = _mm256_packs_epi32(c[2], c[3]);
+            __m256i p = _mm256_packs_epi16(p01, p23);
+            /* undo the in-lane interleave of the two packs: dwords 0 4 1 5 2 6 3 7 */
+            p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+            _mm256_storeu_si256((__m256i *)(q + b0 + 4 * 8 * (h / 4)), p);
         }
-        __m256i p01 = _mm256_packs_epi32(c[0], c[1]), p23 = _mm256_packs_epi32(c[2], c[3]);
-        __m256i p = _mm256_packs_epi16(p01, p23);
-        /* undo the in-lane interleave of the two packs: dwords 0 4 1 5 2 6 3 7 */
-        p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-        _mm256_storeu_si256((__m256i *)(q + b0), p);
     }
 }
 

@@ -151,18 +151,19 @@ void ni_dot_nvfp4_multi_avx512(const uint8_t *codes, const uint8_t *scales, int6
 void ni_dot_fp8row_multi_avx512(const uint8_t *codes, float scale, int64_t k, const float *x, int64_t ldx, int nt,
                                 float *out);
 
-/* NI_ACT_Q8 (int8 activations): quantization of one 32-value block of n ≤ 32
- * values (weights.c, the scalar reference; lanes ≥ n get code 0), of a whole
- * row into kpad codes and kpad/32 scales (AVX2, bit-identical to the
- * reference), and the fused small-T GEMV of one q4–q8 row against nt ≤
+/* NI_ACT_Q8 (int8 activations): quantization of one blk-value block (blk =
+ * 32 for q8 weights, 64 for q4–q6: the weight group) of n ≤ blk values
+ * (weights.c, the scalar reference; lanes ≥ n get code 0; its scale written
+ * blk/32 times), of a whole row into kpad codes and kpad/32 scales (AVX2,
+ * bit-identical to the reference), and the fused small-T GEMV of one q4–q8 row against nt ≤
  * NI_MT_TOKENS quantized token rows (codes xq + j·ldq, block scales expanded
  * to 8 lanes each at xe + j·lde, xe[8b + i] = s_x[b]):
  * AVX2 maddubs/madd, AVX-512 BW maddubs/madd, AVX-512 VNNI dpbusd. */
 /* Test hook: enables (when the CPU has it) or disables the VNNI bodies;
  * returns the previous setting. Not safe while a matmul runs. */
 int ni_cpu_set_vnni(int on);
-void ni_q8_quantize_block(const float *x, int n, int8_t *q, float *s);
-void ni_q8_quantize_avx2(const float *x, int64_t k, int64_t kpad, int8_t *q, float *s);
+void ni_q8_quantize_block(const float *x, int n, int blk, int8_t *q, float *s);
+void ni_q8_quantize_avx2(const float *x, int64_t k, int64_t kpad, int blk, int8_t *q, float *s);
 void ni_q8_groups_multi_avx2(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
                              int64_t ngroups, const int8_t *xq, int64_t ldq, const float *xe, int64_t lde, int nt,
                              float *out);

@@ -534,7 +534,7 @@ static void mm_gemm(const mm_args *a, int64_t n0, int64_t n1, int tid) {
 
 /* ---- int8 activations (NI_ACT_Q8) ---- */
 
-void ni_q8_quantize_block(const float *x, int n, int8_t *q, float *s) {
+void ni_q8_quantize_block(const float *x, int n, int blk, int8_t *q, float *s) {
     float amax = 0;
     int bad = 0;
     for (int i = 0; i < n; i++) {
@@ -544,22 +544,25 @@ void ni_q8_quantize_block(const float *x, int n, int8_t *q, float *s) {
     }
     float d = amax / 127.0f, id = d > 0 ? 1.0f / d : 0.0f;
     if (bad) d = NAN, id = 0; /* a non-finite input poisons the outputs it feeds */
-    *s = d;
-    for (int i = 0; i < 32; i++) {
+    for (int j = 0; j < blk / 32; j++) s[j] = d;
+    for (int i = 0; i < blk; i++) {
         float v = i < n ? x[i] * id : 0.0f;
         v = v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v;
         q[i] = (int8_t)nearbyintf(v); /* round to nearest even */
     }
 }
 
-static void q8_quantize(int isa, const float *x, int64_t k, int64_t kpad, int8_t *q, float *s) {
+/* One token row in blocks of blk = 32 (q8 weights) or 64 (q4–q6: one
+ * block per weight group) values; s holds one scale per 32 values (a
+ * 64-value block's scale twice). */
+static void q8_quantize(int isa, const float *x, int64_t k, int64_t kpad, int blk, int8_t *q, float *s) {
     if (isa >= NI_ISA_AVX2) {
-        ni_q8_quantize_avx2(x, k, kpad, q, s);
+        ni_q8_quantize_avx2(x, k, kpad, blk, q, s);
         return;
     }
-    for (int64_t b0 = 0; b0 < kpad; b0 += 32) {
-        int64_t n = k - b0 < 32 ? (k - b0 > 0 ? k - b0 : 0) : 32;
-        ni_q8_quantize_block(x + b0, (int)n, q + b0, s + b0 / 32);
+    for (int64_t b0 = 0; b0 < kpad; b0 += blk) {
+        int64_t n = k - b0 < blk ? (k - b0 > 0 ? k - b0 : 0) : blk;
+        ni_q8_quantize_block(x + b0, (int)n, blk, q + b0, s + b0 / 32);
     }
 }
 
@@ -945,7 +948,9 @@ void ni_matmul_act(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accu
         float *xs = sh, *xe = sh + oxe;
         int8_t *xq = (int8_t *)(sh + oxq);
         int32_t *xo = (int32_t *)(sh + oxo);
-        for (int64_t t = 0; t < x.t; t++) q8_quantize(c->isa, x.p + t * x.ld, w->k, kpad, xq + t * kpad, xs + t * nbk);
+        const int blk = w->bits == 8 ? 32 : 64; /* the weight group */
+        for (int64_t t = 0; t < x.t; t++)
+            q8_quantize(c->isa, x.p + t * x.ld, w->k, kpad, blk, xq + t * kpad, xs + t * nbk);
         a.perm = q8_perm(c->isa, (int)w->bits);
         a.vbmi = a.perm && perm_vbmi(c->isa, w);
         a.rows_vbmi = a.vbmi || (a.perm && w->bits == 4 && c->isa == NI_ISA_AVX512 && q8_vnni() && cpu_vbmi());
@@ -966,7 +971,7 @@ void ni_matmul_act(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accu
             a.xo = xo;
         } else if (c->isa == NI_ISA_AVX2 && w->bits != 8 && !avx2_signed()) {
             /* the offset-binary AVX2 bodies' offset lanes */
-            for (int64_t t = 0; t < x.t; t++) ni_q8u_offsets_avx2((int)w->bits, xq + t * kpad, nbk, xo + t * (kpad / 4));
+            for (int64_t t = 0; t < x.t; t++) ni_q8u_offsets_avx2((int)w->bits, xq + t * kpad, kpad / 64, xo + t * (kpad / 4));
             a.xo = xo;
         }
         a.xq = xq;

@@ -11,7 +11,8 @@ import (
 // Activation modes of MatMul (CPUOptions.Activations, SetActivations).
 // With int8 activations the CPU backend quantizes each token row of a
 // T ≤ 16 matmul by q4–q8 grouped-integer weights to int8 with one fp32
-// scale per 32 values and runs integer dot products per weight group
+// scale per weight group (64 values for q4–q6, 32 for q8) and runs integer
+// dot products per group
 // (kernels/ninfer_ops.h NI_ACT_Q8); every other format, larger T and weights
 // pinned by KeepFP32Activations (the MTP proposal head) stay on fp32
 // activations.

@@ -13,14 +13,16 @@ import (
 var q8Formats = []format.Format{format.Q4G64, format.Q5G64, format.Q6G64, format.Q8G32}
 
 // q8Quantize quantizes one token row as the NI_ACT_Q8 contract says
-// (kernels/ninfer_ops.h): per 32-value block s = fl(max|x|/127),
-// q = clamp(rne(fl(x·fl(1/s))), ±127); blocks past K are zero.
-func q8Quantize(x []float32) (q []int8, s []float32) {
-	nb := (len(x) + 31) / 32
-	q, s = make([]int8, 32*nb), make([]float32, nb)
+// (kernels/ninfer_ops.h): per block of blk values (the weight group: 64 for
+// q4–q6, 32 for q8) s = fl(max|x|/127), q = clamp(rne(fl(x·fl(1/s))), ±127);
+// blocks past K are zero. s holds one scale per 32 values (a 64-value
+// block's twice), as q8Ref indexes it.
+func q8Quantize(x []float32, blk int) (q []int8, s []float32) {
+	nb := (len(x) + blk - 1) / blk
+	q, s = make([]int8, blk*nb), make([]float32, blk/32*nb)
 	for b := range nb {
 		var amax float32
-		for i := 32 * b; i < min(32*b+32, len(x)); i++ {
+		for i := blk * b; i < min(blk*b+blk, len(x)); i++ {
 			amax = max(amax, float32(math.Abs(float64(x[i]))))
 		}
 		d := amax / 127
@@ -28,13 +30,24 @@ func q8Quantize(x []float32) (q []int8, s []float32) {
 		if d > 0 {
 			id = 1 / d
 		}
-		s[b] = d
-		for i := 32 * b; i < min(32*b+32, len(x)); i++ {
+		for j := range blk / 32 {
+			s[blk/32*b+j] = d
+		}
+		for i := blk * b; i < min(blk*b+blk, len(x)); i++ {
 			v := math.RoundToEven(float64(x[i] * id))
 			q[i] = int8(max(-127, min(127, v)))
 		}
 	}
 	return q, s
+}
+
+// actBlock is the activation block of NI_ACT_Q8 for weights of format f:
+// its group (64 values for q4–q6, 32 for q8).
+func actBlock(f format.Format) int {
+	if f == format.Q8G32 {
+		return 32
+	}
+	return 64
 }
 
 // q8Ref is the FP64 value of one NI_ACT_Q8 output (weights w, exact decoded
@@ -72,8 +85,16 @@ func cpuBackends(t *testing.T) []*CPU {
 
 // vnniModes runs f with the AVX-512 VNNI bodies and, where this CPU has
 // them, once more with the non-VNNI AVX-512 bodies (and, with VBMI, once
-// with the BMI2 high-bit decode).
+// with the BMI2 high-bit decode); at the avx2 level with the offset-binary
+// q4–q6 bodies and once more with the sign-trick ones.
 func vnniModes(t *testing.T, b *CPU, f func(mode string)) {
+	if b.ISA() == "avx2" {
+		f("")
+		t.Setenv("NINFER_CPU_AVX2Q", "signed")
+		f("-signed")
+		t.Setenv("NINFER_CPU_AVX2Q", "")
+		return
+	}
 	if b.ISA() != "avx512" || !VNNI() {
 		f("")
 		return
@@ -132,7 +153,7 @@ func TestMatMulInt8ActOracle(t *testing.T) {
 							got := get(t, b, yv, T*n)
 							name := fmt.Sprintf("%s%s/%s/K=%d/T=%d/acc=%v", b.Name(), mode, f, k, T, acc)
 							for tt := range T {
-								q, s := q8Quantize(x[tt*k : (tt+1)*k])
+								q, s := q8Quantize(x[tt*k:(tt+1)*k], actBlock(f))
 								for i := range n {
 									ref, abs, _ := q8Ref(p.w[i*k:(i+1)*k], q, s)
 									if acc {
@@ -177,7 +198,7 @@ func TestMatMulInt8ActVsFP32(t *testing.T) {
 				y32, y8 := run(ActFP32), run(ActInt8)
 				for tt := range T {
 					xr := x[tt*k : (tt+1)*k]
-					q, s := q8Quantize(xr)
+					q, s := q8Quantize(xr, actBlock(f))
 					for i := range n {
 						wr := p.w[i*k : (i+1)*k]
 						_, abs8, qerr := q8Ref(wr, q, s)
@@ -595,15 +616,13 @@ func TestAVX512RoutesBitIdentical(t *testing.T) {
 	})
 }
 
-// TestAVX2RoutesBitIdentical: at the avx2 level the int8 q4 GEMV on
-// offset-binary codes (ni_q8u_groups_multi_avx2) computes the bits of the
-// sign-trick body (NINFER_CPU_AVX2Q=signed). (q5 and q6 run on the s-order
-// and r-order layouts there, whose int32 lanes group the lanes differently:
-// the oracle tests bound them, like every route.)
+// TestAVX2RoutesBitIdentical: at the avx2 level the 4-row int8 q8 GEMV
+// computes the bits of one row at a time. (The q4–q6 offset-binary bodies
+// add each group's two blocks in int16, the sign-trick ones
+// (NINFER_CPU_AVX2Q=signed) do not: different fp32 roundings, so
+// TestMatMulInt8ActOracle bounds both against the oracle.)
 func TestAVX2RoutesBitIdentical(t *testing.T) {
 	checkRoutesBitIdentical(t, "avx2", []routeCase{
-		{"avx2u", "NINFER_CPU_AVX2Q", "signed", func() bool { return true },
-			[]format.Format{format.Q4G64}, []string{ActInt8}},
 		{"multirow-q8", "NINFER_CPU_MULTIROW", "0", func() bool { return true }, []format.Format{format.Q8G32}, []string{ActInt8}},
 	})
 }
