@@ -133,6 +133,10 @@ int ni_cpu_has_vnni(void);
  * GEMVs by AVX512_VBMI (vpmultishiftqb) instead of BMI2 pext; same codes,
  * bit-identical results. NINFER_CPU_VBMI=0 turns it off (per matmul). */
 int ni_cpu_has_vbmi(void);
+/* 1 when the CPU has AVX-VNNI (VEX dpbusd): the NI_ISA_AVX2 level's int8
+ * q4–q6 GEMVs use it (bit-identical to maddubs + madd) unless
+ * NINFER_CPU_AVXVNNI=0 (per matmul). */
+int ni_cpu_has_avxvnni(void);
 
 /* RMSNorm per (t,h) over D: y = x · rsqrt(mean(x²) + eps) · (zero_centred ? 1 + w : w).
  * x and y may alias. */

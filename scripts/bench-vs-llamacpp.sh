@@ -24,8 +24,12 @@
 #   env: SHAPE (qwen3.5-0.8b), ROUNDS (3), THREADS (2), REPS (1),
 #        ISA (native | avx2: llama.cpp built with -DGGML_NATIVE=OFF, i.e.
 #        AVX2+FMA+F16C+BMI2 without AVX-512 or AVX-VNNI, in
-#        build/llamacpp/build-avx2, against ninfer with NINFER_CPU_ISA=avx2:
-#        the AVX2-only comparison on an AVX-512 machine; runs in OUT/avx2),
+#        build/llamacpp/build-avx2, against ninfer with NINFER_CPU_ISA=avx2
+#        NINFER_CPU_AVXVNNI=0: the AVX2-only comparison on an AVX-512
+#        machine; runs in OUT/avx2 | avxvnni: the same with AVX-VNNI on
+#        both sides, -DGGML_AVX_VNNI=ON in build/llamacpp/build-avxvnni
+#        against NINFER_CPU_ISA=avx2, as on an AVX2 CPU with AVX-VNNI
+#        (Alder Lake and later client CPUs, Zen 5); runs in OUT/avxvnni),
 #        TESTS (full: pp512 tg128 pp2048+tg128 | quick: pp512 tg128 |
 #        tg: tg128 only),
 #        OUT (build/bench-vs-llamacpp/SHAPE), LLAMACPP_PY_VERSION (0.3.36),
@@ -46,8 +50,8 @@ shape=${SHAPE:-qwen3.5-0.8b} rounds=${ROUNDS:-3} threads=${THREADS:-2} reps=${RE
 tests=${TESTS:-full} ver=${LLAMACPP_PY_VERSION:-0.3.36} jobs=${JOBS:-$(nproc)} isa=${ISA:-native}
 baseline=${BASELINE:-}
 case $isa in
-native | avx2) ;;
-*) echo "bench-vs-llamacpp: ISA=$isa: want native or avx2" >&2; exit 2 ;;
+native | avx2 | avxvnni) ;;
+*) echo "bench-vs-llamacpp: ISA=$isa: want native, avx2 or avxvnni" >&2; exit 2 ;;
 esac
 B=$root/build/llamacpp
 out=${OUT:-$root/build/bench-vs-llamacpp/$shape}
@@ -81,14 +85,16 @@ if [ ! -x "$B/build/bin/llama-bench" ] || [ ! -x "$B/build/bin/llama-quantize" ]
 		-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF >"$B/cmake.log" 2>&1
 	cmake --build "$B/build" --target llama-bench llama-quantize -j"$jobs" >>"$B/cmake.log" 2>&1
 fi
-lbench=$B/build/bin/llama-bench runs=$out ninfer_isa=
-if [ "$isa" = avx2 ]; then
-	lbench=$B/build-avx2/bin/llama-bench runs=$out/avx2 ninfer_isa=avx2
+lbench=$B/build/bin/llama-bench runs=$out ninfer_isa= avxvnni=1
+if [ "$isa" != native ]; then
+	lbench=$B/build-$isa/bin/llama-bench runs=$out/$isa ninfer_isa=avx2 vnniflag=OFF avxvnni=0
+	[ "$isa" = avxvnni ] && vnniflag=ON avxvnni=1
 	if [ ! -x "$lbench" ]; then
-		log "building llama-bench for AVX2 (GGML_NATIVE=OFF, -j$jobs; log $B/cmake-avx2.log)"
-		cmake -S "$src" -B "$B/build-avx2" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF -DLLAMA_CURL=OFF \
-			-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF >"$B/cmake-avx2.log" 2>&1
-		cmake --build "$B/build-avx2" --target llama-bench -j"$jobs" >>"$B/cmake-avx2.log" 2>&1
+		log "building llama-bench for $isa (GGML_NATIVE=OFF GGML_AVX_VNNI=$vnniflag, -j$jobs; log $B/cmake-$isa.log)"
+		cmake -S "$src" -B "$B/build-$isa" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF -DGGML_AVX_VNNI=$vnniflag \
+			-DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
+			>"$B/cmake-$isa.log" 2>&1
+		cmake --build "$B/build-$isa" --target llama-bench -j"$jobs" >>"$B/cmake-$isa.log" 2>&1
 	fi
 	mkdir -p "$runs"
 fi
@@ -226,12 +232,12 @@ for ((r = 1; r <= rounds; r++)); do
 		log "round $r/$rounds: llama-bench $lq"
 		"$lbench" -m "$out/model-$lq.gguf" "${ltargs[@]}" -t "$threads" -r "$reps" -o json \
 			>"$runs/r$r-llama-$lq.json" 2>"$runs/r$r-llama-$lq.log" || { tail -5 "$runs/r$r-llama-$lq.log" >&2; exit 1; }
-		log "round $r/$rounds: ninfer-bench $nr${ninfer_isa:+ (NINFER_CPU_ISA=$ninfer_isa)}"
-		NINFER_CPU_ISA=${ninfer_isa:-auto} "$bin/ninfer-bench" -q --weights "$out/model-$nr.ninfer" --backend cpu \
+		log "round $r/$rounds: ninfer-bench $nr${ninfer_isa:+ (NINFER_CPU_ISA=$ninfer_isa NINFER_CPU_AVXVNNI=$avxvnni)}"
+		NINFER_CPU_ISA=${ninfer_isa:-auto} NINFER_CPU_AVXVNNI=$avxvnni "$bin/ninfer-bench" -q --weights "$out/model-$nr.ninfer" --backend cpu \
 			--threads "$threads" "${targs[@]}" -r "$reps" -o json --output-file "$runs/r$r-ninfer-$nr.json"
 		if [ -n "$basebin" ]; then
 			log "round $r/$rounds: baseline ninfer-bench $nr"
-			NINFER_CPU_ISA=${ninfer_isa:-auto} "$basebin/ninfer-bench" -q --weights "$out/model-$nr.ninfer" --backend cpu \
+			NINFER_CPU_ISA=${ninfer_isa:-auto} NINFER_CPU_AVXVNNI=$avxvnni "$basebin/ninfer-bench" -q --weights "$out/model-$nr.ninfer" --backend cpu \
 				--threads "$threads" "${targs[@]}" -r "$reps" -o json --output-file "$runs/base-r$r-ninfer-$nr.json"
 		fi
 	done

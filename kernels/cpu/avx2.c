@@ -621,86 +621,30 @@ AVX2 static inline __attribute__((always_inline)) void dec_r6(const uint8_t *bas
     u[1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b, 4), m4), h1);
 }
 
-/* Group g of the offset-binary codes (u0 = its block 2g, u1 = block 2g + 1,
- * one activation scale: NI_ACT_Q8 quantizes q4–q6 activations in blocks of
- * 64) into acc[j]: the two blocks' maddubs pair sums added in int16 (each
- * ≤ 2·63·127 = 16002, the sum ≤ 32004 < 32767: exact), one madd, the
- * group's offset lanes, one conversion, one activation and one weight
- * scale. */
-AVX2 static inline __attribute__((always_inline)) void q8u_group_nt(__m256i u0, __m256i u1, __m256 sw,
-                                                                const int8_t *xq, int64_t ldq, const int32_t *xo,
-                                                                int64_t ldo, const float *xe, int64_t lde, int64_t g,
-                                                                const int NT, __m256 *acc) {
-    const __m256i ones = _mm256_set1_epi16(1);
-    for (int j = 0; j < NT; j++) {
-        const int8_t *xj = xq + j * ldq + 64 * g;
-        __m256i s16 = _mm256_add_epi16(_mm256_maddubs_epi16(u0, _mm256_loadu_si256((const __m256i *)xj)),
-                                       _mm256_maddubs_epi16(u1, _mm256_loadu_si256((const __m256i *)(xj + 32))));
-        __m256i p = _mm256_add_epi32(_mm256_madd_epi16(s16, ones),
-                                     _mm256_loadu_si256((const __m256i *)(xo + j * ldo + 8 * g)));
-        __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(p), _mm256_loadu_ps(xe + j * lde + 16 * g));
-        acc[j] = _mm256_fmadd_ps(v, sw, acc[j]);
-    }
-}
+/* AVX2: each block's maddubs pair sums (≤ 2·63·127 = 16002) added in
+ * int16 (≤ 32004 < 32767: exact), one madd, the offset lanes. */
+#define Q8U_ATTR AVX2
+#define Q8U_N(name) name##_avx2
+#define Q8U_GROUP_P(u0, u1, x0, x1, xo)                                                                               \
+    _mm256_add_epi32(_mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(u0, x0), _mm256_maddubs_epi16(u1, x1)), \
+                                       _mm256_set1_epi16(1)),                                                         \
+                     xo)
+#include "q8u_body.h"
+#undef Q8U_ATTR
+#undef Q8U_N
+#undef Q8U_GROUP_P
 
-AVX2 static inline __attribute__((always_inline)) void q8u_groups_nt(const int bits, const uint8_t *base,
-                                                                 const uint8_t *high, const uint8_t *scales,
-                                                                 int64_t ngroups, const int8_t *xq, int64_t ldq,
-                                                                 const int32_t *xo, int64_t ldo, const float *xe,
-                                                                 int64_t lde, const int NT, float *out) {
-    const int64_t hb = bits == 5 ? 8 : 16;
-    __m256 acc[NI_MT_MAX];
-    for (int j = 0; j < NT; j++) acc[j] = _mm256_setzero_ps();
-#define NI_Q8U_GROUP(G, SW)                                                                                           \
-    {                                                                                                                 \
-        __m256i u[2];                                                                                                 \
-        if (bits == 6) dec_r6(base + 32 * (G), high + hb * (G), u);                                                   \
-        else dec_s5(base + 32 * (G), high + hb * (G), u);                                                             \
-        q8u_group_nt(u[0], u[1], SW, xq, ldq, xo, ldo, xe, lde, G, NT, acc);                                          \
-    }
-    NI_Q8U_SCALES8(NI_Q8U_GROUP)
-#undef NI_Q8U_GROUP
-    for (int j = 0; j < NT; j++) out[j] = hsum(acc[j]);
-}
+/* AVX-VNNI (VEX dpbusd at 256 bits, on AVX2-level CPUs that have it): two
+ * dpbusd from the offset lanes; the same int32 lanes (no int16 stage). */
+#define AVXVNNI __attribute__((target("avx2,fma,f16c,avxvnni")))
+#define Q8U_ATTR AVXVNNI
+#define Q8U_N(name) name##_avxvnni
+#define Q8U_GROUP_P(u0, u1, x0, x1, xo) _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(xo, u0, x0), u1, x1)
+#include "q8u_body.h"
+#undef Q8U_ATTR
+#undef Q8U_N
+#undef Q8U_GROUP_P
 
-/* q4, permuted layout (q8p_q4_nt below): the low nibbles of a group's 32
- * base bytes are its even lanes (activation chunk 2g), the high nibbles its
- * odd lanes (chunk 2g + 1); both nibbles' top bits flipped by one xor
- * before the split. */
-AVX2 static inline __attribute__((always_inline)) void q8pu_q4_nt(const uint8_t *base, const uint8_t *scales,
-                                                              int64_t ngroups, const int8_t *xq, int64_t ldq,
-                                                              const int32_t *xo, int64_t ldo, const float *xe,
-                                                              int64_t lde, const int NT, float *out) {
-    const __m256i m4 = _mm256_set1_epi8(0x0f), s88 = _mm256_set1_epi8((char)0x88);
-    __m256 acc[NI_MT_MAX];
-    for (int j = 0; j < NT; j++) acc[j] = _mm256_setzero_ps();
-#define NI_Q8U_GROUP(G, SW)                                                                                           \
-    {                                                                                                                 \
-        __m256i b = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(base + 32 * (G))), s88);                    \
-        q8u_group_nt(_mm256_and_si256(b, m4), _mm256_and_si256(_mm256_srli_epi16(b, 4), m4), SW, xq, ldq, xo, ldo,   \
-                     xe, lde, G, NT, acc);                                                                            \
-    }
-    NI_Q8U_SCALES8(NI_Q8U_GROUP)
-#undef NI_Q8U_GROUP
-    for (int j = 0; j < NT; j++) out[j] = hsum(acc[j]);
-}
-
-AVX2 void ni_q8u_groups_multi_avx2(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
-                                   ni_row_block rb, int64_t ngroups, const int8_t *xq, int64_t ldq,
-                                   const int32_t *xo, int64_t ldo, const float *xe, int64_t lde, int nt, float *out) {
-#undef NI_Q8_NT
-#define NI_Q8_NT(B, NT)                                                                                               \
-    for (int r = 0; r < rb.n; r++) {                                                                                  \
-        const uint8_t *br = base + r * rb.base, *hr = high + r * rb.high, *sr = scales + r * rb.scales;              \
-        if ((B) == 4) q8pu_q4_nt(br, sr, ngroups, xq, ldq, xo, ldo, xe, lde, NT, out + r * NI_MT_TOKENS);            \
-        else q8u_groups_nt(B, br, hr, sr, ngroups, xq, ldq, xo, ldo, xe, lde, NT, out + r * NI_MT_TOKENS);           \
-    }
-    switch (bits) {
-    case 4: NI_Q8_BITS(4);
-    case 5: NI_Q8_BITS(5);
-    default: NI_Q8_BITS(6);
-    }
-}
 #undef NI_Q8_NT
 #define NI_Q8_NT(B, NT) q8_groups_nt(B, base, high, scales, ngroups, xq, ldq, xe, lde, NT, out)
 

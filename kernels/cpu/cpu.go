@@ -169,6 +169,10 @@ func HasVNNI() bool { return C.ni_cpu_has_vnni() != 0 }
 // its permuted GEMVs by AVX512_VBMI (NINFER_CPU_VBMI=0 turns it off).
 func HasVBMI() bool { return C.ni_cpu_has_vbmi() != 0 }
 
+// HasAVXVNNI reports whether the CPU has AVX-VNNI, which the ISAAVX2
+// level's int8 q4–q6 GEMVs use (NINFER_CPU_AVXVNNI=0 turns it off).
+func HasAVXVNNI() bool { return C.ni_cpu_has_avxvnni() != 0 }
+
 // SetVNNI enables (where the CPU has it) or disables the VNNI bodies and
 // returns the previous setting; a test hook for the non-VNNI AVX-512 path.
 // Not safe while a matmul runs.

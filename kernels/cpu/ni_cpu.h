@@ -196,6 +196,11 @@ typedef struct {
 void ni_q8u_groups_multi_avx2(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
                               ni_row_block rb, int64_t ngroups, const int8_t *xq, int64_t ldq, const int32_t *xo,
                               int64_t ldo, const float *xe, int64_t lde, int nt, float *out);
+/* The same with AVX-VNNI dpbusd (ymm) for maddubs + madd: bit-identical
+ * (the same int32 lanes); on AVX2-level CPUs with AVX-VNNI (ni_cpu_has_avxvnni). */
+void ni_q8u_groups_multi_avxvnni(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
+                                 ni_row_block rb, int64_t ngroups, const int8_t *xq, int64_t ldq, const int32_t *xo,
+                                 int64_t ldo, const float *xe, int64_t lde, int nt, float *out);
 /* The VNNI bodies take the codes unsigned and start each group's dot
  * products from the token's offset lanes xo + j·ldo + 16g
  * (ni_q8p_offsets_vnni: −2^(bits−1)·Σ of each 4 activation codes of group

@@ -248,6 +248,7 @@ typedef struct {
     int rows4;       /* NI_ACT_Q8 on AVX-512 VNNI: the multi-row kernel (NINFER_CPU_Q8ROWS=1; off by default:
                         2-3x faster alone, slower end to end so far, docs/PERF.md) */
     int vbmi;        /* permuted q5/q6 kernels: high bits by AVX-512 VBMI (perm_vbmi) */
+    int avxvnni;     /* the avx2 level's offset-binary q4–q6 bodies take AVX-VNNI dpbusd (avx2_vnni) */
     int rows_vbmi;   /* the int8 VNNI+VBMI multi-row GEMV applies (ni_q8p_rows_vnni_vbmi: q5/q6 with VBMI high
                         bits, q4 on a CPU with AVX512_VBMI) */
     int pf_rows;     /* GEMVs at T = 1 that take several rows per pass (int8 q4–q6 on VNNI+VBMI, fp32 q8 at
@@ -622,6 +623,23 @@ static int avx2_signed(void) {
     return e && strcmp(e, "signed") == 0;
 }
 
+/* Whether the offset-binary q4–q6 bodies at the avx2 level take AVX-VNNI
+ * dpbusd (ni_q8u_groups_multi_avxvnni, bit-identical): where the CPU has
+ * AVX-VNNI, unless NINFER_CPU_AVXVNNI=0 (comparison and test switch; an
+ * AVX2-only CPU's route). __builtin_cpu_supports reads libgcc's cached
+ * CPUID bits: no CPUID per call. */
+static int avx2_vnni(void) {
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avxvnni")) return 0;
+    const char *e = getenv("NINFER_CPU_AVXVNNI");
+    return !(e && strcmp(e, "0") == 0);
+}
+
+int ni_cpu_has_avxvnni(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avxvnni") != 0;
+}
+
 /* The activation layout of the int8 GEMV of bits-bit weights at isa
  * (avx2.c): 1 = even lanes first (q4 at AVX2, q4/q5/q6 at AVX-512 with
  * BMI2), 2 = r-order (q6 at AVX2 on offset-binary codes, dec_r6), 3 =
@@ -696,8 +714,9 @@ static void mm_q8(const mm_args *a, int64_t n0, int64_t n1) {
                     ni_q8p_rows_vnni_vbmi((int)w->bits, rp.base, rp.high, rp.scales, rb, ngroups, xq, xo, xe,
                                           mm_pf(a, n, rb.n), ob);
                 else if (isa == NI_ISA_AVX2)
-                    ni_q8u_groups_multi_avx2((int)w->bits, rp.base, rp.high, rp.scales, rb, ngroups, xq, kpad, xo,
-                                             kpad / 4, xe, 8 * nbk, nt, ob);
+                    (a->avxvnni ? ni_q8u_groups_multi_avxvnni : ni_q8u_groups_multi_avx2)(
+                        (int)w->bits, rp.base, rp.high, rp.scales, rb, ngroups, xq, kpad, xo, kpad / 4, xe, 8 * nbk, nt,
+                        ob);
                 else
                     (a->vbmi ? ni_q8p_groups_multi_vnni_vbmi : ni_q8p_groups_multi_vnni)(
                         (int)w->bits, rp.base, rp.high, rp.scales, rb, ngroups, xq, kpad, xo, kpad / 4, xe, 8 * nbk, nt,
@@ -971,6 +990,7 @@ void ni_matmul_act(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accu
             a.xo = xo;
         } else if (c->isa == NI_ISA_AVX2 && w->bits != 8 && !avx2_signed()) {
             /* the offset-binary AVX2 bodies' offset lanes */
+            a.avxvnni = avx2_vnni();
             for (int64_t t = 0; t < x.t; t++) ni_q8u_offsets_avx2((int)w->bits, xq + t * kpad, kpad / 64, xo + t * (kpad / 4));
             a.xo = xo;
         }

@@ -124,6 +124,10 @@ func ActivationsOf(be Backend) string {
 // VNNI reports whether the avx512 level's int8 kernels use AVX512_VNNI.
 func VNNI() bool { return cpu.HasVNNI() }
 
+// AVXVNNI reports whether the CPU backend's avx2 level runs its int8 q4–q6
+// GEMVs on AVX-VNNI (bit-identical to its maddubs route).
+func AVXVNNI() bool { return cpu.HasAVXVNNI() }
+
 // VBMI reports whether the CPU backend's avx512 level decodes q5/q6 high
 // bits with AVX512_VBMI (bit-identical to its BMI2 route).
 func VBMI() bool { return cpu.HasVBMI() }

@@ -86,10 +86,16 @@ func cpuBackends(t *testing.T) []*CPU {
 // vnniModes runs f with the AVX-512 VNNI bodies and, where this CPU has
 // them, once more with the non-VNNI AVX-512 bodies (and, with VBMI, once
 // with the BMI2 high-bit decode); at the avx2 level with the offset-binary
-// q4–q6 bodies and once more with the sign-trick ones.
+// q4–q6 bodies (on AVX-VNNI where the CPU has it, then without) and once
+// more with the sign-trick ones.
 func vnniModes(t *testing.T, b *CPU, f func(mode string)) {
 	if b.ISA() == "avx2" {
 		f("")
+		if AVXVNNI() { // the AVX2-only route of a CPU without AVX-VNNI
+			t.Setenv("NINFER_CPU_AVXVNNI", "0")
+			f("-noavxvnni")
+			t.Setenv("NINFER_CPU_AVXVNNI", "")
+		}
 		t.Setenv("NINFER_CPU_AVX2Q", "signed")
 		f("-signed")
 		t.Setenv("NINFER_CPU_AVX2Q", "")
@@ -616,13 +622,15 @@ func TestAVX512RoutesBitIdentical(t *testing.T) {
 	})
 }
 
-// TestAVX2RoutesBitIdentical: at the avx2 level the 4-row int8 q8 GEMV
-// computes the bits of one row at a time. (The q4–q6 offset-binary bodies
+// TestAVX2RoutesBitIdentical: at the avx2 level the int8 q4–q6 GEMVs on
+// AVX-VNNI compute the bits of the maddubs ones (NINFER_CPU_AVXVNNI=0),
+// and the 4-row int8 q8 GEMV the bits of one row at a time. (The q4–q6 offset-binary bodies
 // add each group's two blocks in int16, the sign-trick ones
 // (NINFER_CPU_AVX2Q=signed) do not: different fp32 roundings, so
 // TestMatMulInt8ActOracle bounds both against the oracle.)
 func TestAVX2RoutesBitIdentical(t *testing.T) {
 	checkRoutesBitIdentical(t, "avx2", []routeCase{
+		{"avxvnni", "NINFER_CPU_AVXVNNI", "0", AVXVNNI, []format.Format{format.Q4G64, format.Q5G64, format.Q6G64}, []string{ActInt8}},
 		{"multirow-q8", "NINFER_CPU_MULTIROW", "0", func() bool { return true }, []format.Format{format.Q8G32}, []string{ActInt8}},
 	})
 }
