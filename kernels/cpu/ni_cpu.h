@@ -179,11 +179,11 @@ void ni_q8p_groups_multi_avx512(int bits, const uint8_t *base, const uint8_t *hi
                                 int64_t ngroups, const int8_t *xq, int64_t ldq, const float *xe, int64_t lde, int nt,
                                 float *out);
 /* AVX2 on offset-binary codes (avx2.c): q4 on the permuted layout, q5 on
- * the s-order one (dec_s5), q6 on the r-order one (dec_r6), each 32-value
- * block's int32 lanes started from the token's offset lanes xo + j·ldo + 8b
- * (ni_q8u_offsets_avx2: −2^(bits−1)·Σ of each 4 activation codes of block b
- * as stored); bit-identical to ni_q8p_groups_multi_avx2 (q4). */
-void ni_q8u_offsets_avx2(int bits, const int8_t *xq, int64_t nblocks, int32_t *xo);
+ * the s-order one (dec_s5), q6 on the r-order one (dec_r6), each group's
+ * int32 lanes started from the token's offset lanes xo + j·ldo + 8g
+ * (ni_q8u_offsets_avx2: −2^(bits−1)·Σ of the 8 activation codes of group g,
+ * as stored, at each lane's positions in its two blocks). */
+void ni_q8u_offsets_avx2(int bits, const int8_t *xq, int64_t ngroups, int32_t *xo);
 /* rb.n consecutive weight rows (the planes of row r at base + r·rb.base,
  * high + r·rb.high, scales + r·rb.scales) in one call, each row computed
  * exactly as alone: out[r·NI_MT_TOKENS + j]. One call per block of rows

@@ -109,11 +109,18 @@ static int has_avx512(void) {
     return (lo & 0xe6u) == 0xe6u;
 }
 
+/* The answer is cached once found (CPUID and XGETBV exit a VM on every
+ * call: asked per matmul they cost ~7 % of a decode step, docs/PERF.md). */
+static int g_best_isa = -1;
 int ni_cpu_best_isa(void) {
+    int v = __atomic_load_n(&g_best_isa, __ATOMIC_RELAXED);
+    if (v >= 0) return v;
     __builtin_cpu_init();
     if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")))
-        return NI_ISA_SCALAR;
-    return has_avx512() ? NI_ISA_AVX512 : NI_ISA_AVX2;
+        v = NI_ISA_SCALAR;
+    else v = has_avx512() ? NI_ISA_AVX512 : NI_ISA_AVX2;
+    __atomic_store_n(&g_best_isa, v, __ATOMIC_RELAXED);
+    return v;
 }
 
 ni_ctx *ni_ctx_new(int threads, int isa) {

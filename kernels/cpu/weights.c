@@ -878,9 +878,10 @@ static int q8w_legacy(void) {
     return e && strcmp(e, "legacy") == 0;
 }
 
-/* Whether the CPU has AVX512_VBMI (perm implies BMI2 at AVX-512). Not
- * ni_cpu_has_vbmi: that asks ni_cpu_best_isa, whose CPUID/XGETBV run on
- * every call, and a VM exits on each: per matmul it cost ~7 % of 0.8B decode). */
+/* Whether the CPU has AVX512_VBMI (perm implies BMI2 at AVX-512; libgcc's
+ * cached CPUID bits). Before ni_cpu_best_isa cached its answer, asking
+ * ni_cpu_has_vbmi here ran CPUID/XGETBV per matmul, a VM exit each: ~7 % of
+ * 0.8B decode. */
 static int cpu_vbmi(void) {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512vbmi");
