@@ -244,11 +244,6 @@ void ni_dot_q8_rows_avx512(const uint8_t *base, const uint8_t *scales, ni_row_bl
 void ni_q8p_rows_vnni_vbmi(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
                            ni_row_block rb, int64_t ngroups, const int8_t *xq, const int32_t *xo, const float *xe,
                            int64_t pf, float *out);
-/* nr ≤ 4 q4/q5/q6 (permuted layout) or q8 rows at strides bstride, hstride,
- * sstride against nt ≤ NI_MT_TOKENS token rows: out[r·NI_MT_TOKENS + j]. */
-void ni_q8_rows_vnni(int bits, const uint8_t *base, int64_t bstride, const uint8_t *high, int64_t hstride,
-                     const uint8_t *scales, int64_t sstride, int64_t ngroups, int nr, const int8_t *xq,
-                     int64_t ldq, const float *xe, int64_t lde, int nt, float *out);
 void ni_q8_groups_multi_vnni(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
                              int64_t ngroups, const int8_t *xq, int64_t ldq, const float *xe, int64_t lde, int nt,
                              float *out);

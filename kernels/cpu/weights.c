@@ -245,8 +245,6 @@ typedef struct {
     const float *xp; /* fp32 route, q4/q5/q6 at AVX-512: the rows' whole groups permuted (even lanes first), token t
                         at xp + t·ldp; NULL = not permuted */
     int64_t ldp;
-    int rows4;       /* NI_ACT_Q8 on AVX-512 VNNI: the multi-row kernel (NINFER_CPU_Q8ROWS=1; off by default:
-                        2-3x faster alone, slower end to end so far, docs/PERF.md) */
     int vbmi;        /* permuted q5/q6 kernels: high bits by AVX-512 VBMI (perm_vbmi) */
     int avxvnni;     /* the avx2 level's offset-binary q4–q6 bodies take AVX-VNNI dpbusd (avx2_vnni) */
     int rows_vbmi;   /* the int8 VNNI+VBMI multi-row GEMV applies (ni_q8p_rows_vnni_vbmi: q5/q6 with VBMI high
@@ -676,24 +674,6 @@ static void mm_q8(const mm_args *a, int64_t n0, int64_t n1) {
     int64_t ngroups = (w->k + w->group - 1) / w->group;
     int isa = a->c->isa, vnni = isa == NI_ISA_AVX512 && q8_vnni(), perm = a->perm;
     float out[NI_MT_TOKENS];
-    if (a->rows4 && vnni && (perm || w->bits == 8)) { /* up to 4 rows per call (avx2.c, ni_q8_rows_vnni) */
-        float o4[4 * NI_MT_TOKENS];
-        int64_t bs = w->gpr * w->base_bytes, hs = w->gpr * w->high_bytes, ss = 2 * w->gpr;
-        for (int64_t n = n0; n < n1; n += 4) {
-            int nr = (int)(n1 - n < 4 ? n1 - n : 4);
-            int64_t gi = n * w->gpr;
-            const uint8_t *base = w->data + gi * w->base_bytes, *high = w->data + w->high_off + gi * w->high_bytes;
-            const uint8_t *scales = w->data + w->scale_off + 2 * gi;
-            for (int64_t t0 = 0; t0 < T; t0 += NI_MT_TOKENS) {
-                int nt = (int)(T - t0 < NI_MT_TOKENS ? T - t0 : NI_MT_TOKENS);
-                ni_q8_rows_vnni((int)w->bits, base, bs, high, hs, scales, ss, ngroups, nr, a->xq + t0 * kpad, kpad,
-                                a->xe + t0 * 8 * nbk, 8 * nbk, nt, o4);
-                for (int r = 0; r < nr; r++)
-                    for (int j = 0; j < nt; j++) mm_store(a, t0 + j, n + r, o4[r * NI_MT_TOKENS + j]);
-            }
-        }
-        return;
-    }
     const int64_t token_bytes = kpad * (a->xo ? 3 : 2); /* codes, expanded scales (and offset lanes) */
     /* the offset-binary VNNI and AVX2 bodies take blocks of rows per call */
     const int blocked = (perm && vnni) || (isa == NI_ISA_AVX2 && a->xo);
@@ -974,8 +954,6 @@ void ni_matmul_act(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accu
         a.perm = q8_perm(c->isa, (int)w->bits);
         a.vbmi = a.perm && perm_vbmi(c->isa, w);
         a.rows_vbmi = a.vbmi || (a.perm && w->bits == 4 && c->isa == NI_ISA_AVX512 && q8_vnni() && cpu_vbmi());
-        const char *rows4 = getenv("NINFER_CPU_Q8ROWS");
-        a.rows4 = rows4 && strcmp(rows4, "1") == 0;
         for (int64_t i = 0; i < x.t * nbk; i += 2) /* kpad/32 is even: blocks come in pairs */
             for (int l = 0; l < 16; l++) xe[8 * i + l] = xs[i + (a.perm ? (l >> 2) & 1 : l >> 3)];
         if (a.perm) { /* each 64-value group's codes in the layout's lane order */

@@ -106,11 +106,6 @@ func vnniModes(t *testing.T, b *CPU, f func(mode string)) {
 		return
 	}
 	f("vnni")
-	// The multi-row VNNI kernel (ni_q8_rows_vnni) is behind
-	// NINFER_CPU_Q8ROWS=1 until it is faster end to end (docs/PERF.md).
-	t.Setenv("NINFER_CPU_Q8ROWS", "1")
-	f("vnni-rows4")
-	t.Setenv("NINFER_CPU_Q8ROWS", "")
 	t.Setenv("NINFER_CPU_Q8W", "legacy") // q8 weights on the sign-trick VNNI body
 	f("vnni-q8legacy")
 	t.Setenv("NINFER_CPU_Q8W", "")
