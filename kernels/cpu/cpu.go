@@ -154,7 +154,7 @@ func (x *Ctx) Matmul(w *Weight, in, out Rows, acc bool) {
 // Activation modes of MatmulAct (NI_ACT_*).
 const (
 	ActF32 = C.NI_ACT_F32
-	ActQ8  = C.NI_ACT_Q8 // int8 activations, one scale per 32 values (q4–q8 weights, T ≤ SmallT)
+	ActQ8  = C.NI_ACT_Q8 // int8 activations, one scale per weight group: 64 values for q4–q6, 32 for q8 (T ≤ SmallT)
 )
 
 // MatmulAct computes y (+)= x·wᵀ with activation mode act (ActF32 = Matmul).
