@@ -16,7 +16,8 @@
 #     (A,B,A,B interleaved, so machine load spreads over both), same tests
 #     (-p 512 -n 128 -pg 2048,128), THREADS threads, REPS reps per run.
 #  4. A read-bandwidth probe (THREADS threads summing a 1 GiB buffer, best of
-#     5) to state tg's streamed bytes/s as % of it.
+#     5), before the rounds and after each round, to state tg's streamed
+#     bytes/s as % of it (per round, median over rounds).
 #  5. A table: median tok/s over the rounds with min–max spread, and the
 #     ratio ninfer / llama.cpp (median of per-round ratios).
 #
@@ -225,7 +226,7 @@ esac
 ltargs=("${targs[@]}")
 [ "$tests" = tg ] && ltargs=(-p 0 -n 128)
 pairs=("Q8_0|q8" "Q4_0|groupwise-int")
-rm -f "$runs"/r*-*.json "$runs"/base-r*-*.json
+rm -f "$runs"/r*-*.json "$runs"/base-r*-*.json "$runs"/r*-probe.txt
 for ((r = 1; r <= rounds; r++)); do
 	for p in "${pairs[@]}"; do
 		lq=${p%%|*} nr=${p##*|}
@@ -241,13 +242,18 @@ for ((r = 1; r <= rounds; r++)); do
 				--threads "$threads" "${targs[@]}" -r "$reps" -o json --output-file "$runs/base-r$r-ninfer-$nr.json"
 		fi
 	done
+	# the probe again in every round: this machine's bandwidth moves between runs
+	"$out/readbw" "$threads" >"$runs/r$r-probe.txt"
+	log "round $r/$rounds: read bandwidth $(cat "$runs/r$r-probe.txt") GB/s"
 done
 
 # --- table ------------------------------------------------------------------------------
 python3 - "$out" "$rounds" "$bw" "$shape" "$threads" "$runs" "$isa" "$baseline" <<'EOF'
 import json, os, statistics, sys
-out, rounds, bw, shape, threads, runs, isa = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6], sys.argv[7]
+out, rounds, bw0, shape, threads, runs, isa = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6], sys.argv[7]
 baseline = sys.argv[8]
+# the probe of every round (r{r}-probe.txt), and the one before the rounds
+bws = [float(open(f"{runs}/r{r}-probe.txt").read()) for r in range(1, rounds + 1)]
 pairs = [("Q8_0", "q8"), ("Q4_0", "groupwise-int")]
 
 def label(p, g):
@@ -275,7 +281,8 @@ def fmt(xs):
     return f"{m:8.2f} ±{sp:4.1f}%"
 
 print(f"\nninfer vs llama.cpp: SHAPE={shape} ISA={isa} THREADS={threads} ROUNDS={rounds}; tok/s median over rounds, ±(max−min)/median;"
-      f" ratio = median of per-round ninfer/llama.cpp; read bandwidth probe {bw:.2f} GB/s\n")
+      f" ratio = median of per-round ninfer/llama.cpp; read bandwidth probe per round {statistics.median(bws):.2f} GB/s"
+      f" ({min(bws):.2f}–{max(bws):.2f}; {bw0:.2f} before the rounds)\n")
 bhead, bsep = (f" baseline {baseline} tok/s | ninfer / baseline |", "---|---|") if baseline else ("", "")
 print("| pair (llama.cpp / ninfer) | test | llama.cpp tok/s | ninfer tok/s | ninfer / llama.cpp | tg streamed GB/s (% of probe) llama.cpp / ninfer |" + bhead)
 print("|---|---|---|---|---|---|" + bsep)
@@ -289,9 +296,11 @@ for lq, nr in pairs:
         ratio = statistics.median([n / l for n, l in zip(ns, ls)])
         rs = [n / l for n, l in zip(ns, ls)]
         bwcol = ""
-        if t.startswith("tg"):
+        if t.startswith("tg"):  # % of the probe: median over rounds of the round's stream / the round's probe
             lg, ng = lsz * statistics.median(ls) / 1e9, nsz * statistics.median(ns) / 1e9
-            bwcol = f"{lg:.1f} ({lg / bw * 100:.0f}%) / {ng:.1f} ({ng / bw * 100:.0f}%)"
+            lp = statistics.median([lsz * x / 1e9 / b * 100 for x, b in zip(ls, bws)])
+            npc = statistics.median([nsz * x / 1e9 / b * 100 for x, b in zip(ns, bws)])
+            bwcol = f"{lg:.1f} ({lp:.0f}%) / {ng:.1f} ({npc:.0f}%)"
         bcol = ""
         if NB:
             bs = [x[t] for x in NB]
@@ -300,5 +309,6 @@ for lq, nr in pairs:
         print(f"| {lq} ({lsz / 2**20:.0f} MiB) / {nr} ({nsz / 2**20:.0f} MiB) | {t} | {fmt(ls)} | {fmt(ns)} | "
               f"{ratio:.2f} ({min(rs):.2f}–{max(rs):.2f}) | {bwcol} |" + bcol)
 print("\ntg streamed bytes/s = model file size × tg tok/s (every weight read once per token; "
-      "overcounts by the embedding table when the head is untied).")
+      "overcounts by the embedding table when the head is untied); % of probe = median over rounds of each "
+      "round's streamed bytes/s over that round's probe.")
 EOF
