@@ -241,7 +241,7 @@ typedef struct {
     const int8_t *xq; /* NI_ACT_Q8: token t's codes at xq + t·kpad, block scales at xs + t·(kpad/32); NULL = fp32 */
     const float *xs;
     const float *xe; /* the block scales expanded to 8 lanes: xe + t·(kpad/4), xe[8b + i] = s_x[b] */
-    int perm;        /* xq, xe layout (q8_perm): 0 natural, 1 even lanes first, 2 r-order (q6 at AVX2) */
+    int perm;        /* xq, xe layout (q8_perm): 0 natural, 1 even lanes first, 2 r-order (AVX2 q6), 3 s-order (q5) */
     const float *xp; /* fp32 route, q4/q5/q6 at AVX-512: the rows' whole groups permuted (even lanes first), token t
                         at xp + t·ldp; NULL = not permuted */
     int64_t ldp;
