@@ -54,6 +54,10 @@ case $isa in
 native | avx2 | avxvnni) ;;
 *) echo "bench-vs-llamacpp: ISA=$isa: want native, avx2 or avxvnni" >&2; exit 2 ;;
 esac
+if [ "$isa" = avxvnni ] && ! grep -qw avx_vnni /proc/cpuinfo; then
+	echo "bench-vs-llamacpp: ISA=avxvnni: this CPU has no AVX-VNNI (no avx_vnni in /proc/cpuinfo)" >&2
+	exit 2
+fi
 B=$root/build/llamacpp
 out=${OUT:-$root/build/bench-vs-llamacpp/$shape}
 src=$B/llama_cpp_python-$ver/vendor/llama.cpp
