@@ -3,6 +3,7 @@ package backend
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/ninfer/ninfer/internal/numtest"
@@ -670,5 +671,32 @@ func checkRoutesBitIdentical(t *testing.T, isa string, cases []routeCase) {
 				}
 			}
 		}
+	}
+}
+
+// TestISADetail: the load line's instruction set starts with the level
+// and names AVX-VNNI at the avx2 level only where the int8 GEMVs take it.
+func TestISADetail(t *testing.T) {
+	for _, isa := range []string{"scalar", "avx2", "avx512"} {
+		b, err := NewCPU(CPUOptions{Threads: 1, ISA: isa})
+		if err != nil {
+			t.Logf("skipping %s: %v", isa, err)
+			continue
+		}
+		d := b.ISADetail()
+		if d != isa && !strings.HasPrefix(d, isa+"+") {
+			t.Errorf("%s: ISADetail %q does not start with the level", isa, d)
+		}
+		if isa == "avx2" {
+			if want := AVXVNNI(); strings.Contains(d, "+avxvnni") != want {
+				t.Errorf("avx2: ISADetail %q, CPU has AVX-VNNI %v", d, want)
+			}
+			t.Setenv("NINFER_CPU_AVXVNNI", "0")
+			if d0 := b.ISADetail(); d0 != "avx2" {
+				t.Errorf("avx2 with NINFER_CPU_AVXVNNI=0: ISADetail %q, want avx2", d0)
+			}
+			t.Setenv("NINFER_CPU_AVXVNNI", "")
+		}
+		b.Close()
 	}
 }

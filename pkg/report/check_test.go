@@ -201,3 +201,24 @@ func BenchmarkAggregate100k(b *testing.B) {
 		}
 	}
 }
+
+// TestBackendCell: the markdown table names the CPU level a run recorded
+// (environment.isa) next to its backend, and the backend alone without one.
+func TestBackendCell(t *testing.T) {
+	cpuName := "cpu"
+	for _, c := range []struct {
+		name  string
+		extra []benchfmt.RawField
+		want  string
+	}{
+		{"isa recorded", []benchfmt.RawField{{Key: "activations", JSON: `"auto"`}, {Key: "isa", JSON: `"avx2"`}}, "cpu/avx2"},
+		{"no isa", nil, "cpu"},
+		{"empty isa", []benchfmt.RawField{{Key: "isa", JSON: `""`}}, "cpu"},
+		{"not a string", []benchfmt.RawField{{Key: "isa", JSON: `3`}}, "cpu"},
+	} {
+		d := benchfmt.Document{Environment: benchfmt.Environment{Backend: &cpuName, Extra: c.extra}}
+		if got := backendCell(&d); got != c.want {
+			t.Errorf("%s: backendCell = %q, want %q", c.name, got, c.want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -43,6 +44,20 @@ func backendName(d *benchfmt.Document) string {
 		return "cuda"
 	}
 	return "?"
+}
+
+// backendCell is the markdown table's backend column: the backend with the
+// CPU instruction set level the run recorded (environment.isa), e.g.
+// "cpu/avx2"; the backend alone where none was recorded.
+func backendCell(d *benchfmt.Document) string {
+	name := backendName(d)
+	for _, f := range d.Environment.Extra {
+		var isa string
+		if f.Key == "isa" && json.Unmarshal([]byte(f.JSON), &isa) == nil && isa != "" {
+			return name + "/" + isa
+		}
+	}
+	return name
 }
 
 func specName(c *benchfmt.Config) string {
@@ -142,7 +157,7 @@ func RenderMarkdown(runs []Run) []byte {
 	var rows [][]string
 	for i := range runs {
 		d := &runs[i].Document
-		base := []string{d.Load.Name, Recipe(d), backendName(d), d.Config.KVCache, specName(&d.Config)}
+		base := []string{d.Load.Name, Recipe(d), backendCell(d), d.Config.KVCache, specName(&d.Config)}
 		if runLabel != nil {
 			base = append(base[:1], append([]string{runLabel[i]}, base[1:]...)...)
 		}

@@ -243,8 +243,12 @@ func Open(o Options) (r *Runner, err error) {
 	}
 	eff := r.eng.Options()
 	ar := r.eng.Arenas()
-	logf("loaded in %.2f s: backend %s (%d threads), max context %d, prefill chunk %d, kv %s",
-		time.Since(start).Seconds(), r.beName, r.be.Threads(), eff.MaxContext, eff.PrefillChunk, kvName(eff.KVDtype))
+	isa := "" // the CPU backend's instruction set, with its integer-dot extensions
+	if x, ok := r.be.(interface{ ISADetail() string }); ok {
+		isa = ", " + x.ISADetail()
+	}
+	logf("loaded in %.2f s: backend %s (%d threads%s), max context %d, prefill chunk %d, kv %s",
+		time.Since(start).Seconds(), r.beName, r.be.Threads(), isa, eff.MaxContext, eff.PrefillChunk, kvName(eff.KVDtype))
 	if specOn {
 		ma := r.mtp.Arenas()
 		logf("memory: weights %s, workspace %s (shared with the mtp step), sequence+mtp %s, mtp weights %s; spec mtp, %d draft tokens%s",
