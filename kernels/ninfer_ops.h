@@ -137,6 +137,12 @@ int ni_cpu_has_vbmi(void);
  * q4–q6 GEMVs use it (bit-identical to maddubs + madd) unless
  * NINFER_CPU_AVXVNNI=0 (per matmul). */
 int ni_cpu_has_avxvnni(void);
+/* The integer-dot extensions the int8 GEMVs of level isa use, as the
+ * switches read now (NI_DOT_*: AVX512_VNNI and AVX512_VBMI at
+ * NI_ISA_AVX512, AVX-VNNI at NI_ISA_AVX2 unless NINFER_CPU_AVXVNNI=0, VBMI
+ * unless NINFER_CPU_VBMI=0). */
+enum { NI_DOT_VNNI = 1, NI_DOT_VBMI = 2, NI_DOT_AVXVNNI = 4 };
+int ni_cpu_int8_dots(int isa);
 
 /* RMSNorm per (t,h) over D: y = x · rsqrt(mean(x²) + eps) · (zero_centred ? 1 + w : w).
  * x and y may alias. */

@@ -1144,7 +1144,7 @@ AVX2 void ni_q8_quantize_avx2(const float *x, int64_t k, int64_t kpad, int blk, 
             __m256i p = _mm256_packs_epi16(p01, p23);
             /* undo the in-lane interleave of the two packs: dwords 0 4 1 5 2 6 3 7 */
             p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-            _mm256_storeu_si256((__m256i *)(q + b0 + 4 * 8 * (h / 4)), p);
+            _mm256_storeu_si256((__m256i *)(q + b0 + 8 * h), p); /* codes 8h .. 8h + 31 */
         }
     }
 }

@@ -173,6 +173,23 @@ func HasVBMI() bool { return C.ni_cpu_has_vbmi() != 0 }
 // level's int8 q4–q6 GEMVs use (NINFER_CPU_AVXVNNI=0 turns it off).
 func HasAVXVNNI() bool { return C.ni_cpu_has_avxvnni() != 0 }
 
+// Int8Dots names the integer-dot extensions the int8 GEMVs of this
+// context's level use, as the switches read now: "vnni", "vbmi" (ISAAVX512),
+// "avxvnni" (ISAAVX2).
+func (x *Ctx) Int8Dots() []string {
+	f := int(C.ni_cpu_int8_dots(x.c.isa))
+	var out []string
+	for _, d := range []struct {
+		bit  int
+		name string
+	}{{C.NI_DOT_VNNI, "vnni"}, {C.NI_DOT_VBMI, "vbmi"}, {C.NI_DOT_AVXVNNI, "avxvnni"}} {
+		if f&d.bit != 0 {
+			out = append(out, d.name)
+		}
+	}
+	return out
+}
+
 // SetVNNI enables (where the CPU has it) or disables the VNNI bodies and
 // returns the previous setting; a test hook for the non-VNNI AVX-512 path.
 // Not safe while a matmul runs.

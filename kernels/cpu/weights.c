@@ -627,8 +627,7 @@ static int avx2_signed(void) {
  * AVX2-only CPU's route). __builtin_cpu_supports reads libgcc's cached
  * CPUID bits: no CPUID per call. */
 static int avx2_vnni(void) {
-    __builtin_cpu_init();
-    if (!__builtin_cpu_supports("avxvnni")) return 0;
+    if (!ni_cpu_has_avxvnni()) return 0;
     const char *e = getenv("NINFER_CPU_AVXVNNI");
     return !(e && strcmp(e, "0") == 0);
 }
@@ -636,6 +635,21 @@ static int avx2_vnni(void) {
 int ni_cpu_has_avxvnni(void) {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avxvnni") != 0;
+}
+
+/* Whether the AVX-512 permuted q5/q6 kernels take their high bits by
+ * AVX512_VBMI: the CPU has it (ni_cpu_has_vbmi: cached CPUID bits, cheap per
+ * matmul since ni_cpu_best_isa caches its answer), unless NINFER_CPU_VBMI=0. */
+static int vbmi_on(void) {
+    if (!ni_cpu_has_vbmi()) return 0;
+    const char *e = getenv("NINFER_CPU_VBMI");
+    return !(e && strcmp(e, "0") == 0);
+}
+
+int ni_cpu_int8_dots(int isa) {
+    if (isa == NI_ISA_AVX512) return (q8_vnni() ? NI_DOT_VNNI : 0) | (vbmi_on() ? NI_DOT_VBMI : 0);
+    if (isa == NI_ISA_AVX2) return avx2_vnni() ? NI_DOT_AVXVNNI : 0;
+    return 0;
 }
 
 /* The activation layout of the int8 GEMV of bits-bit weights at isa
@@ -858,24 +872,11 @@ static int q8w_legacy(void) {
     return e && strcmp(e, "legacy") == 0;
 }
 
-/* Whether the CPU has AVX512_VBMI (perm implies BMI2 at AVX-512; libgcc's
- * cached CPUID bits). Before ni_cpu_best_isa cached its answer, asking
- * ni_cpu_has_vbmi here ran CPUID/XGETBV per matmul, a VM exit each: ~7 % of
- * 0.8B decode. */
-static int cpu_vbmi(void) {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512vbmi");
-}
-
 /* Whether the permuted q5/q6 kernels take their high bits by AVX-512 VBMI
  * (perm_high.h; bit-identical to BMI2 pext): at AVX-512 on a CPU with
  * AVX512_VBMI, unless NINFER_CPU_VBMI=0 (comparison and test switch). */
 static int perm_vbmi(int isa, const ni_weight *w) {
-    if (isa != NI_ISA_AVX512 || (w->bits != 5 && w->bits != 6)) return 0;
-    __builtin_cpu_init();
-    if (!__builtin_cpu_supports("avx512vbmi")) return 0;
-    const char *e = getenv("NINFER_CPU_VBMI");
-    return !(e && strcmp(e, "0") == 0);
+    return isa == NI_ISA_AVX512 && (w->bits == 5 || w->bits == 6) && vbmi_on();
 }
 
 /* Whether the fp32-activation T ≤ 16 route of w runs on permuted activation
@@ -953,7 +954,7 @@ void ni_matmul_act(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accu
             q8_quantize(c->isa, x.p + t * x.ld, w->k, kpad, blk, xq + t * kpad, xs + t * nbk);
         a.perm = q8_perm(c->isa, (int)w->bits);
         a.vbmi = a.perm && perm_vbmi(c->isa, w);
-        a.rows_vbmi = a.vbmi || (a.perm && w->bits == 4 && c->isa == NI_ISA_AVX512 && q8_vnni() && cpu_vbmi());
+        a.rows_vbmi = a.vbmi || (a.perm && w->bits == 4 && c->isa == NI_ISA_AVX512 && q8_vnni() && ni_cpu_has_vbmi());
         for (int64_t i = 0; i < x.t * nbk; i += 2) /* kpad/32 is even: blocks come in pairs */
             for (int l = 0; l < 16; l++) xe[8 * i + l] = xs[i + (a.perm ? (l >> 2) & 1 : l >> 3)];
         if (a.perm) { /* each 64-value group's codes in the layout's lane order */

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strings"
 	"unsafe"
 
 	"github.com/ninfer/ninfer/kernels/cpu"
@@ -101,25 +102,11 @@ func (c *CPU) Name() string { return "cpu-" + c.isa }
 func (c *CPU) ISA() string { return c.isa }
 
 // ISADetail is the instruction set with the integer-dot extensions its
-// int8 GEMVs use, as the switches read now: "avx512+vnni+vbmi",
-// "avx2+avxvnni" (an AVX2-level CPU with AVX-VNNI, unless
-// NINFER_CPU_AVXVNNI=0), "avx2", "scalar" (ninfer-run's load line).
+// int8 GEMVs use, as the switches read now (cpu.Ctx.Int8Dots):
+// "avx512+vnni+vbmi", "avx2+avxvnni" (an AVX2-level CPU with AVX-VNNI,
+// unless NINFER_CPU_AVXVNNI=0), "avx2", "scalar" (ninfer-run's load line).
 func (c *CPU) ISADetail() string {
-	s := c.isa
-	switch c.isa {
-	case "avx512":
-		if cpu.HasVNNI() {
-			s += "+vnni"
-		}
-		if cpu.HasVBMI() && os.Getenv("NINFER_CPU_VBMI") != "0" {
-			s += "+vbmi"
-		}
-	case "avx2":
-		if cpu.HasAVXVNNI() && os.Getenv("NINFER_CPU_AVXVNNI") != "0" {
-			s += "+avxvnni"
-		}
-	}
-	return s
+	return strings.Join(append([]string{c.isa}, c.ctx.Int8Dots()...), "+")
 }
 
 // Threads is the pool size.
