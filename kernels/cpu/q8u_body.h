@@ -36,7 +36,7 @@ Q8U_ATTR static inline __attribute__((always_inline)) void Q8U_N(q8u_groups_nt)(
         __m256i u[2];                                                                                                 \
         if (bits == 6) dec_r6(base + 32 * (G), high + hb * (G), u);                                                   \
         else dec_s5(base + 32 * (G), high + hb * (G), u);                                                             \
-        Q8U_N(q8u_group_nt)(u[0], u[1], SW, xq, ldq, xo, ldo, xe, lde, G, NT, acc);                                          \
+        Q8U_N(q8u_group_nt)(u[0], u[1], SW, xq, ldq, xo, ldo, xe, lde, G, NT, acc);                                   \
     }
     NI_Q8U_SCALES8(NI_Q8U_GROUP)
 #undef NI_Q8U_GROUP
@@ -57,8 +57,8 @@ Q8U_ATTR static inline __attribute__((always_inline)) void Q8U_N(q8pu_q4_nt)(con
 #define NI_Q8U_GROUP(G, SW)                                                                                           \
     {                                                                                                                 \
         __m256i b = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(base + 32 * (G))), s88);                    \
-        Q8U_N(q8u_group_nt)(_mm256_and_si256(b, m4), _mm256_and_si256(_mm256_srli_epi16(b, 4), m4), SW, xq, ldq, xo, ldo,   \
-                     xe, lde, G, NT, acc);                                                                            \
+        Q8U_N(q8u_group_nt)(_mm256_and_si256(b, m4), _mm256_and_si256(_mm256_srli_epi16(b, 4), m4), SW, xq,           \
+                            ldq, xo, ldo, xe, lde, G, NT, acc);                                                       \
     }
     NI_Q8U_SCALES8(NI_Q8U_GROUP)
 #undef NI_Q8U_GROUP
@@ -72,8 +72,10 @@ Q8U_ATTR void Q8U_N(ni_q8u_groups_multi)(int bits, const uint8_t *base, const ui
 #define NI_Q8_NT(B, NT)                                                                                               \
     for (int r = 0; r < rb.n; r++) {                                                                                  \
         const uint8_t *br = base + r * rb.base, *hr = high + r * rb.high, *sr = scales + r * rb.scales;              \
-        if ((B) == 4) Q8U_N(q8pu_q4_nt)(br, sr, ngroups, xq, ldq, xo, ldo, xe, lde, NT, out + r * NI_MT_TOKENS);            \
-        else Q8U_N(q8u_groups_nt)(B, br, hr, sr, ngroups, xq, ldq, xo, ldo, xe, lde, NT, out + r * NI_MT_TOKENS);           \
+        if ((B) == 4)                                                                                                 \
+            Q8U_N(q8pu_q4_nt)(br, sr, ngroups, xq, ldq, xo, ldo, xe, lde, NT, out + r * NI_MT_TOKENS);                \
+        else                                                                                                          \
+            Q8U_N(q8u_groups_nt)(B, br, hr, sr, ngroups, xq, ldq, xo, ldo, xe, lde, NT, out + r * NI_MT_TOKENS);      \
     }
     switch (bits) {
     case 4: NI_Q8_BITS(4);
