@@ -191,6 +191,7 @@ typedef struct {
     int32_t in_slot;
     int out_slot, per;
     int isa;
+    int noconv1; /* NINFER_CPU_CONV1=0: decode through the staged path (comparison switch) */
 } conv_args;
 
 #define CONV_CH 64
@@ -246,11 +247,61 @@ static void conv_step3(float (*restrict wt)[CONV_CH], float (*restrict win)[CONV
  * each token row (the row stride is the whole channel count); per channel
  * the arithmetic is unchanged: s = w[sw]·x, then s += w[i]·win[i] for
  * i = 0 … sw−1, in that order. */
+/* One token of a kw = 4 conv (decode) over channels [c0, c1), read and
+ * written in place in the state's channel-major windows: no staging
+ * through the structure-of-arrays windows, whose transposes cost more than
+ * the arithmetic at one token. Per channel the operations of conv_step3:
+ * s = w3·x + w0·win0 + w1·win1 + w2·win2 in that order (no FMA: this file
+ * is built without it), then win ← (win1, win2, x), x bf16-rounded for a
+ * bf16 state. The window is read whole before it is written, so the in and
+ * out slots may be the same. */
+static void conv_token4(const conv_args *a, int c0, int c1) {
+    const float *x = a->x.p, *w = a->w;
+    float *y = a->y.p;
+    const int64_t rd = a->slot_stride * a->in_slot, wr = a->slot_stride * (a->per ? 0 : a->out_slot);
+    if (a->bf16) {
+        const uint16_t *si = (const uint16_t *)a->state + rd;
+        uint16_t *so = (uint16_t *)a->state + wr;
+        for (int c = c0; c < c1; c++) {
+            const float *wc = w + 4 * (int64_t)c;
+            float xin = x[c], w0 = ni_bf16(si[3 * c]), w1 = ni_bf16(si[3 * c + 1]), w2 = ni_bf16(si[3 * c + 2]);
+            float s = wc[3] * xin;
+            s += wc[0] * w0;
+            s += wc[1] * w1;
+            s += wc[2] * w2;
+            so[3 * c] = ni_to_bf16(w1);
+            so[3 * c + 1] = ni_to_bf16(w2);
+            so[3 * c + 2] = ni_to_bf16(xin);
+            y[c] = s;
+        }
+    } else {
+        const float *si = (const float *)a->state + rd;
+        float *so = (float *)a->state + wr;
+        for (int c = c0; c < c1; c++) {
+            const float *wc = w + 4 * (int64_t)c;
+            float xin = x[c], w0 = si[3 * c], w1 = si[3 * c + 1], w2 = si[3 * c + 2];
+            float s = wc[3] * xin;
+            s += wc[0] * w0;
+            s += wc[1] * w1;
+            s += wc[2] * w2;
+            so[3 * c] = w1;
+            so[3 * c + 1] = w2;
+            so[3 * c + 2] = xin;
+            y[c] = s;
+        }
+    }
+    ni_silu_vec(a->isa, y + c0, y + c0, c1 - c0);
+}
+
 static void conv_task(void *a_, int task, int tid) {
     (void)tid;
     conv_args *a = (conv_args *)a_;
     int C = a->x.d, kw = a->kw, sw = kw - 1;
     int c0 = task * CONV_CH, c1 = c0 + CONV_CH < C ? c0 + CONV_CH : C, nc = c1 - c0;
+    if (a->x.t == 1 && kw == 4 && !a->noconv1) {
+        conv_token4(a, c0, c1);
+        return;
+    }
     float wt[16][CONV_CH], win[16][CONV_CH];
     for (int c = 0; c < nc; c++) {
         const float *wc = a->w + (int64_t)(c0 + c) * kw;
@@ -284,7 +335,8 @@ static void conv_task(void *a_, int task, int tid) {
 void ni_conv1d_silu(ni_ctx *c, ni_rows x, ni_rows y, const float *w, int kw, void *state, int state_bf16,
                     int64_t slot_stride, const int32_t *in_slot, int out_slot) {
     if (kw < 1 || kw > 16) return;
-    conv_args a = {x,       y,         w, kw, state, state_bf16 != 0, slot_stride, *in_slot, out_slot,
-                   out_slot == NI_PER_TOKEN, c->isa};
+    const char *e = getenv("NINFER_CPU_CONV1");
+    conv_args a = {x,        y,     w, kw, state, state_bf16 != 0, slot_stride, *in_slot, out_slot,
+                   out_slot == NI_PER_TOKEN, c->isa, e && strcmp(e, "0") == 0};
     ni_parallel(c, (x.d + CONV_CH - 1) / CONV_CH, conv_task, &a, (int64_t)x.t * x.d * kw * 4);
 }
