@@ -19,21 +19,35 @@ typedef struct {
     int64_t cap; /* floats */
 } ni_scratch;
 
+/* One thread's share of an op's tasks: [next, end), next taken by atomic
+ * increment, by its owner first and by the other threads once their own
+ * share is done. A cache line each, so a thread taking its own tasks does
+ * not pull a line the others write. */
+typedef struct {
+    int next; /* atomic */
+    int end;
+} __attribute__((aligned(64))) ni_task_range;
+
+/* The pool. Fields that different threads write sit on separate cache
+ * lines (pool.c: with one shared task counter beside the job fields, every
+ * task taken moved that line between the cores). Allocated 64-byte
+ * aligned (ni_ctx_new). */
 struct ni_ctx {
     int threads, isa;
     int64_t serial_work; /* below this estimated work an op runs on the caller */
     pthread_t th[NI_MAX_THREADS];
     pthread_mutex_t mu;
     pthread_cond_t start_cv;
-    uint64_t gen;    /* atomic: job generation, bumped per ni_parallel */
-    int active;      /* atomic: helpers still running the current job */
     int stop;        /* atomic */
     int sleepers;    /* atomic: helpers waiting on start_cv */
     int64_t spin_ns; /* how long an idle helper (or the waiting caller) spins */
+    /* the job: written by the caller once per ni_parallel, then only read */
+    uint64_t gen __attribute__((aligned(64))); /* atomic: job generation, bumped per ni_parallel */
     ni_task_fn fn;
     void *arg;
     int ntasks;
-    int next; /* atomic */
+    int active __attribute__((aligned(64))); /* atomic: helpers still running the current job */
+    ni_task_range range[NI_MAX_THREADS];     /* each thread's share of the job's tasks */
     ni_scratch scratch[NI_MAX_THREADS];
     ni_scratch shared; /* one op's cross-task buffer (e.g. split-KV partials) */
 };

@@ -33,11 +33,19 @@ static inline void cpu_relax(void) {
 #endif
 }
 
+/* Thread tid's share of the tasks first, then what is left of the others'
+ * (in turn from the next thread on): each share is a contiguous run of
+ * tasks, taken in order, so a thread streams its rows of a matmul as one
+ * run and the threads touch a shared counter only at the end of an op. */
 static void run_tasks(ni_ctx *c, int tid) {
-    for (;;) {
-        int t = __atomic_fetch_add(&c->next, 1, __ATOMIC_RELAXED);
-        if (t >= c->ntasks) break;
-        c->fn(c->arg, t, tid);
+    const int n = c->threads;
+    for (int i = 0; i < n; i++) {
+        ni_task_range *r = &c->range[(tid + i) % n];
+        for (;;) {
+            int t = __atomic_fetch_add(&r->next, 1, __ATOMIC_RELAXED);
+            if (t >= r->end) break;
+            c->fn(c->arg, t, tid);
+        }
     }
 }
 
@@ -127,8 +135,9 @@ ni_ctx *ni_ctx_new(int threads, int isa) {
     if (threads < 1) threads = 1;
     if (threads > NI_MAX_THREADS) threads = NI_MAX_THREADS;
     if (isa > ni_cpu_best_isa()) return NULL;
-    ni_ctx *c = (ni_ctx *)calloc(1, sizeof(ni_ctx));
-    if (!c) return NULL;
+    ni_ctx *c = NULL;
+    if (posix_memalign((void **)&c, 64, sizeof(ni_ctx)) != 0) return NULL;
+    memset(c, 0, sizeof(ni_ctx));
     c->threads = threads;
     c->isa = isa;
     c->serial_work = NI_SERIAL_WORK;
@@ -171,7 +180,10 @@ void ni_parallel(ni_ctx *c, int ntasks, ni_task_fn fn, void *arg, int64_t work) 
     c->fn = fn;
     c->arg = arg;
     c->ntasks = ntasks;
-    __atomic_store_n(&c->next, 0, __ATOMIC_RELAXED);
+    for (int i = 0; i < c->threads; i++) {
+        c->range[i].next = (int)((int64_t)ntasks * i / c->threads);
+        c->range[i].end = (int)((int64_t)ntasks * (i + 1) / c->threads);
+    }
     __atomic_store_n(&c->active, c->threads - 1, __ATOMIC_RELAXED);
     __atomic_add_fetch(&c->gen, 1, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&c->sleepers, __ATOMIC_SEQ_CST) > 0) {
