@@ -1148,3 +1148,40 @@ AVX2 void ni_q8_quantize_avx2(const float *x, int64_t k, int64_t kpad, int blk, 
         }
     }
 }
+
+/* ---- int8 prefill GEMM: weight panels (ni_q8_gemm_vnni, gemm_q8.c) ---- */
+
+/* Packs rb.n ≤ NI_Q8G_NR rows of a grouped-integer weight (ngroups groups
+ * of G = 64 codes, 32 for q8) as offset-binary codes u = q + 2^(bits−1)
+ * (0 … 2^bits − 1, bytes) in k-quad order: the 4 codes k = 4j … 4j + 3 of
+ * row r (j counted across the row: j = g·G/4 + quad) at
+ * pw + 4·(NI_Q8G_NR·j + r); rows r ≥ rb.n get zero codes (their results
+ * are not stored). ps[NI_Q8G_NR·g + r] = the fp32 value of row r's group
+ * scale. One dpbusd then multiplies 4 codes of 16 rows by the same 4
+ * activation codes. */
+AVX2 void ni_q8_pack_panel_avx2(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
+                                ni_row_block rb, int64_t ngroups, uint8_t *pw, float *ps) {
+    const int G = bits == 8 ? 32 : 64, R = NI_Q8G_NR;
+    const int64_t hb = bits == 5 ? 8 : bits == 6 ? 16 : 0;
+    const __m128i off = _mm_set1_epi8((char)(1 << (bits - 1)));
+    for (int r = 0; r < R; r++) {
+        uint32_t *dst = (uint32_t *)pw + r;
+        if (r >= rb.n) {
+            for (int64_t j = 0; j < ngroups * G / 4; j++) dst[R * j] = 0;
+            for (int64_t g = 0; g < ngroups; g++) ps[R * g + r] = 0;
+            continue;
+        }
+        const uint8_t *br = base + r * rb.base, *hr = high + r * rb.high, *sr = scales + r * rb.scales;
+        for (int64_t g = 0; g < ngroups; g++) {
+            __m128i q[4];
+            int nv = dec_codes(bits, br + 32 * g, hr + hb * g, q);
+            for (int v = 0; v < nv; v++) {
+                uint32_t u[4];
+                _mm_storeu_si128((__m128i *)u, _mm_add_epi8(q[v], off));
+                int64_t j = g * (G / 4) + 4 * v;
+                dst[R * j] = u[0], dst[R * (j + 1)] = u[1], dst[R * (j + 2)] = u[2], dst[R * (j + 3)] = u[3];
+            }
+            ps[R * g + r] = _cvtsh_ss((unsigned short)(sr[2 * g] | (sr[2 * g + 1] << 8)));
+        }
+    }
+}

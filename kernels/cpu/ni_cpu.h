@@ -267,6 +267,15 @@ void ni_q8_groups_multi_vnni(int bits, const uint8_t *base, const uint8_t *high,
  * (32-byte aligned). weights.c (mm_gemm) blocks K by NI_GEMM_KC, decodes a
  * task's weights NI_GEMM_NC rows at a time and sweeps NI_GEMM_MC-token
  * blocks over each panel. */
+/* The int8 prefill GEMM (gemm_q8.c): rows per packed panel, tokens per
+ * register tile. */
+#define NI_Q8G_NR 32
+#define NI_Q8G_MR 6
+void ni_q8_pack_panel_avx2(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
+                           ni_row_block rb, int64_t ngroups, uint8_t *pw, float *ps);
+void ni_q8_gemm_vnni(const uint8_t *pw, const float *ps, int64_t ngroups, int gk, int nr, const int8_t *xq,
+                     int64_t ldq, const float *xs, int64_t lds, int sstep, const int32_t *xoff, int64_t ldo, int T,
+                     float *y, int64_t ldy, int acc);
 #define NI_GEMM_MR 6
 #define NI_GEMM_NR 16
 #define NI_GEMM_KC 256

@@ -61,9 +61,25 @@ uint8_t ni_f32_to_e4m3(float f) {
     return sign | (uint8_t)(((E + 7) << 3) | m);
 }
 
+/* The lane stored at position l of a 64-value group in layout perm
+ * (q8_perm): 1 even lanes first; 2 r-order (avx2.c dec_r6): position
+ * 32o + 16h + 8ρ + p holds lane 32h + 4p + 2ρ + o; 3 s-order (avx2.c
+ * dec_s5): position 32o + 16h + 4d + j holds lane 32h + 8j + 2d + o. */
+static int q8_perm_lane(int perm, int l) {
+    if (perm == 1) return l < 32 ? 2 * l : 2 * (l - 32) + 1;
+    if (perm == 3) return 32 * ((l >> 4) & 1) + 8 * (l & 3) + 2 * ((l >> 2) & 3) + (l >> 5);
+    int o = l >> 5, h = (l >> 4) & 1, rho = (l >> 3) & 1, p = l & 7;
+    return 32 * h + 4 * p + 2 * rho + o;
+}
+
+/* q8_perm_lane as a table: g_perm_lane[perm][l] (perm 1..3). */
+static uint8_t g_perm_lane[4][64];
+
 static void init_tables(void) {
     if (__atomic_load_n(&g_tables_ready, __ATOMIC_ACQUIRE)) return;
     for (int i = 0; i < 256; i++) g_e4m3[i] = ni_e4m3_to_f32((uint8_t)i);
+    for (int p = 1; p < 4; p++)
+        for (int l = 0; l < 64; l++) g_perm_lane[p][l] = (uint8_t)q8_perm_lane(p, l);
     __atomic_store_n(&g_tables_ready, 1, __ATOMIC_RELEASE);
 }
 
@@ -251,7 +267,9 @@ typedef struct {
                         bits, q4 on a CPU with AVX512_VBMI) */
     int pf_rows;     /* GEMVs at T = 1 that take several rows per pass (int8 q4–q6 on VNNI+VBMI, fp32 q8 at
                         AVX-512, int8 q8 at AVX2): prefetch distance in rows; -1 = one row at a time (gemv_rows) */
-    const int32_t *xo; /* permuted VNNI route: token t's group offset lanes at xo + t·(kpad/4) (ni_q8p_offsets_vnni) */
+    const int32_t *xo; /* permuted VNNI route: token t's group offset lanes at xo + t·(kpad/4) (ni_q8p_offsets_vnni);
+                          the int8 prefill GEMM: token t's group offsets at xo + t·(kpad/group) */
+    int gq8;           /* T > NI_SMALL_T on int8 activations: the VNNI GEMM on packed panels (mm_gemm_q8) */
 } mm_args;
 
 /* The prefetch distance for a multi-row pass over rows n … n + nr − 1: the
@@ -756,6 +774,26 @@ static void mm_q8(const mm_args *a, int64_t n0, int64_t n1) {
     }
 }
 
+/* The int8 prefill GEMM over rows [n0, n1): each panel of NI_Q8G_NR rows
+ * packed once (ni_q8_pack_panel_avx2), then all tokens swept over it
+ * (ni_q8_gemm_vnni, gemm_q8.c). */
+static void mm_gemm_q8(const mm_args *a, int64_t n0, int64_t n1, int tid) {
+    const ni_weight *w = a->w;
+    const int G = (int)w->group;
+    const int64_t ngroups = (w->k + G - 1) / G, kpad = w->kpad;
+    const int64_t codes = (int64_t)NI_Q8G_NR * ngroups * G; /* bytes, a multiple of 64 */
+    uint8_t *pw = (uint8_t *)ni_tmp(a->c, tid, codes / 4 + (int64_t)NI_Q8G_NR * ngroups);
+    float *ps = (float *)(pw + codes);
+    for (int64_t n = n0; n < n1; n += NI_Q8G_NR) {
+        const mm_planes rp = mm_row_planes(w, n);
+        const ni_row_block rb = {(int)(n1 - n < NI_Q8G_NR ? n1 - n : NI_Q8G_NR), w->gpr * w->base_bytes,
+                                 w->gpr * w->high_bytes, 2 * w->gpr};
+        ni_q8_pack_panel_avx2((int)w->bits, rp.base, rp.high, rp.scales, rb, ngroups, pw, ps);
+        ni_q8_gemm_vnni(pw, ps, ngroups, G / 4, rb.n, a->xq, kpad, a->xs, kpad / 32, G / 32, a->xo, kpad / G,
+                        (int)a->x.t, a->y.p + n, a->y.ld, a->acc);
+    }
+}
+
 static void mm_task(void *a_, int task, int tid) {
     mm_args *a = (mm_args *)a_;
     const ni_weight *w = a->w;
@@ -763,6 +801,10 @@ static void mm_task(void *a_, int task, int tid) {
     int64_t K = w->k, T = a->x.t;
     int64_t n0 = (int64_t)task * a->rows_per_task, n1 = n0 + a->rows_per_task;
     if (n1 > w->n) n1 = w->n;
+    if (a->gq8) {
+        mm_gemm_q8(a, n0, n1, tid);
+        return;
+    }
     if (a->xq) {
         mm_q8(a, n0, n1);
         return;
@@ -890,15 +932,14 @@ static int fp32_perm(int isa, const ni_weight *w) {
     return !(e && strcmp(e, "0") == 0);
 }
 
-/* The lane stored at position l of a 64-value group in layout perm
- * (q8_perm): 1 even lanes first; 2 r-order (avx2.c dec_r6): position
- * 32o + 16h + 8ρ + p holds lane 32h + 4p + 2ρ + o; 3 s-order (avx2.c
- * dec_s5): position 32o + 16h + 4d + j holds lane 32h + 8j + 2d + o. */
-static int q8_perm_lane(int perm, int l) {
-    if (perm == 1) return l < 32 ? 2 * l : 2 * (l - 32) + 1;
-    if (perm == 3) return 32 * ((l >> 4) & 1) + 8 * (l & 3) + 2 * ((l >> 2) & 3) + (l >> 5);
-    int o = l >> 5, h = (l >> 4) & 1, rho = (l >> 3) & 1, p = l & 7;
-    return 32 * h + 4 * p + 2 * rho + o;
+
+/* The int8 prefill GEMM (mm_gemm_q8) at T > NI_SMALL_T on int8
+ * activations: AVX-512 with VNNI, when NINFER_CPU_PREFILL=int8 (opt-in:
+ * until its accuracy cost is measured, prefill stays on fp32 activations). */
+static int gemm_q8_on(int isa) {
+    if (isa != NI_ISA_AVX512 || !q8_vnni()) return 0;
+    const char *e = getenv("NINFER_CPU_PREFILL");
+    return e && strcmp(e, "int8") == 0;
 }
 
 /* The multi-row T = 1 GEMVs (ni_q8p_rows_vnni_vbmi, ni_dot_q8_rows_avx512,
@@ -938,6 +979,35 @@ void ni_matmul_act(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accu
     if (per < MM_TILE) per = MM_TILE;
     mm_args a = {c, w, x, y, accumulate, (int)per, 0};
     a.pf_rows = x.t == 1 ? gemv_rows() : -1;
+    if (act == NI_ACT_Q8 && w->bits && x.t > NI_SMALL_T && gemm_q8_on(c->isa)) {
+        /* every token row quantized once (blocks of the weight group), its
+         * group offsets 2^(bits−1)·Σ x_q, then panels of NI_Q8G_NR rows */
+        const int64_t kpad = w->kpad, nbk = kpad / 32, G = w->group, ng = kpad / G;
+        const int64_t nxs = x.t * nbk, nxq = (x.t * kpad + 3) / 4, nxo = x.t * ng;
+        float *sh = ni_shared(c, nxs + nxq + nxo);
+        float *xs = sh;
+        int8_t *xq = (int8_t *)(sh + nxs);
+        int32_t *xo = (int32_t *)(sh + nxs + nxq);
+        const int32_t ob = 1 << (w->bits - 1);
+        for (int64_t t = 0; t < x.t; t++) {
+            int8_t *qt = xq + t * kpad;
+            q8_quantize(c->isa, x.p + t * x.ld, w->k, kpad, (int)G, qt, xs + t * nbk);
+            for (int64_t g = 0; g < ng; g++) {
+                int32_t sum = 0;
+                for (int64_t i = 0; i < G; i++) sum += qt[g * G + i];
+                xo[t * ng + g] = ob * sum;
+            }
+        }
+        a.xq = xq;
+        a.xs = xs;
+        a.xo = xo;
+        a.gq8 = 1;
+        per = (w->n + (int64_t)c->threads * 4 - 1) / ((int64_t)c->threads * 4);
+        per = (per + NI_Q8G_NR - 1) / NI_Q8G_NR * NI_Q8G_NR;
+        a.rows_per_task = (int)per;
+        ni_parallel(c, (int)((w->n + per - 1) / per), mm_task, &a, w->n * w->k * (int64_t)x.t);
+        return;
+    }
     if (act == NI_ACT_Q8 && w->bits && x.t <= NI_SMALL_T) { /* quantize each token row once */
         int64_t kpad = w->kpad, nbk = kpad / 32;
         /* xs, then the expanded scales, codes and offset lanes, each of
@@ -958,9 +1028,10 @@ void ni_matmul_act(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accu
         for (int64_t i = 0; i < x.t * nbk; i += 2) /* kpad/32 is even: blocks come in pairs */
             for (int l = 0; l < 16; l++) xe[8 * i + l] = xs[i + (a.perm ? (l >> 2) & 1 : l >> 3)];
         if (a.perm) { /* each 64-value group's codes in the layout's lane order */
+            const uint8_t *pl = g_perm_lane[a.perm];
             int8_t tmp[64];
             for (int64_t i = 0; i < x.t * kpad; i += 64) {
-                for (int l = 0; l < 64; l++) tmp[l] = xq[i + q8_perm_lane(a.perm, l)];
+                for (int l = 0; l < 64; l++) tmp[l] = xq[i + pl[l]];
                 memcpy(xq + i, tmp, 64);
             }
         }

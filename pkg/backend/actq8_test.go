@@ -176,6 +176,65 @@ func TestMatMulInt8ActOracle(t *testing.T) {
 	}
 }
 
+// TestMatMulInt8PrefillGEMM checks the int8 prefill GEMM
+// (NINFER_CPU_PREFILL=int8: AVX-512 VNNI, T > 16) against the same FP64
+// oracle: every grouped-integer format, whole and partial groups, token
+// counts that leave 1–5 tokens after the 6-token tiles, a row count that
+// leaves a partial 32-row panel of more than 16 rows, with and without accumulation.
+func TestMatMulInt8PrefillGEMM(t *testing.T) {
+	streams := numtest.NewSource(t)
+	for _, b := range cpuBackends(t) {
+		if b.ISA() != "avx512" || !VNNI() {
+			t.Logf("%s: no AVX-512 VNNI: the int8 prefill GEMM is not run here", b.Name())
+			continue
+		}
+		if err := b.SetActivations(ActInt8); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv("NINFER_CPU_PREFILL", "int8")
+		for _, f := range q8Formats {
+			for _, k := range []int{256, 200, 1000} {
+				r := streams.Stream(b.Name(), string(f), fmt.Sprint(k))
+				n := 57 // a whole 32-row panel and one of 25 rows
+				p := randPacked(r, f, n, k)
+				w := prep(t, b, p)
+				for _, T := range []int{17, 23, 40} {
+					for _, acc := range []bool{false, true} {
+						x := randn(r, T*k, 1)
+						x[k+3] = 0
+						for i := 2 * k; i < 2*k+32; i++ {
+							x[i] = 0 // an all-zero block (s_x = 0)
+						}
+						y0 := randn(r, T*n, 1)
+						xv, yv := put(t, b, x), put(t, b, y0)
+						b.MatMul(Dense(yv, T, n), Dense(xv, T, k), w, acc)
+						got := get(t, b, yv, T*n)
+						name := fmt.Sprintf("%s/%s/K=%d/T=%d/acc=%v", b.Name(), f, k, T, acc)
+						for tt := range T {
+							q, s := q8Quantize(x[tt*k:(tt+1)*k], actBlock(f))
+							for i := range n {
+								ref, abs, _ := q8Ref(p.w[i*k:(i+1)*k], q, s)
+								if acc {
+									ref += float64(y0[tt*n+i])
+									abs += math.Abs(float64(y0[tt*n+i]))
+								}
+								g := float64(got[tt*n+i])
+								if bd := q8Bound(k, abs); !(math.Abs(g-ref) <= bd) {
+									t.Fatalf("%s: y[%d,%d] = %g, oracle %g (|err| %.3g > bound %.3g)", name, tt, i, g, ref, math.Abs(g-ref), bd)
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+		t.Setenv("NINFER_CPU_PREFILL", "")
+		if err := b.SetActivations(ActFP32); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestMatMulInt8ActVsFP32 checks that int8 activations move each output
 // from the fp32-activation result by no more than the activation
 // quantization error Σ_k |w_k|·s_x/2 plus both routes' accumulation bounds.
