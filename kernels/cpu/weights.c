@@ -934,12 +934,12 @@ static int fp32_perm(int isa, const ni_weight *w) {
 
 
 /* The int8 prefill GEMM (mm_gemm_q8) at T > NI_SMALL_T on int8
- * activations: AVX-512 with VNNI, when NINFER_CPU_PREFILL=int8 (opt-in:
- * until its accuracy cost is measured, prefill stays on fp32 activations). */
-static int gemm_q8_on(int isa) {
+ * activations: AVX-512 with VNNI, unless NINFER_CPU_PREFILL=fp32 (the fp32
+ * GEMM on fp32 activations: comparison and test switch). */
+int ni_cpu_q8_gemm(int isa) {
     if (isa != NI_ISA_AVX512 || !q8_vnni()) return 0;
     const char *e = getenv("NINFER_CPU_PREFILL");
-    return e && strcmp(e, "int8") == 0;
+    return !(e && strcmp(e, "fp32") == 0);
 }
 
 /* The multi-row T = 1 GEMVs (ni_q8p_rows_vnni_vbmi, ni_dot_q8_rows_avx512,
@@ -979,7 +979,7 @@ void ni_matmul_act(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accu
     if (per < MM_TILE) per = MM_TILE;
     mm_args a = {c, w, x, y, accumulate, (int)per, 0};
     a.pf_rows = x.t == 1 ? gemv_rows() : -1;
-    if (act == NI_ACT_Q8 && w->bits && x.t > NI_SMALL_T && gemm_q8_on(c->isa)) {
+    if (act == NI_ACT_Q8 && w->bits && x.t > NI_SMALL_T && ni_cpu_q8_gemm(c->isa)) {
         /* every token row quantized once (blocks of the weight group), its
          * group offsets 2^(bits−1)·Σ x_q, then panels of NI_Q8G_NR rows */
         const int64_t kpad = w->kpad, nbk = kpad / 32, G = w->group, ng = kpad / G;

@@ -25,11 +25,12 @@ const (
 	ActAuto = "auto"
 	ActInt8 = "int8" // int8 for q4–q8 weights, fp32 otherwise
 	ActFP32 = "fp32" // fp32 activations everywhere (the library default)
-	// ActInt8All is int8 at every T: a larger matmul runs as 16-token
-	// pieces of the int8 GEMV, so a prefill sees exactly the per-token
-	// activation quantization of decode (up to fp32 summation order). For
-	// accuracy studies by prefill scoring (ninfer-eval --activations int8);
-	// slow, not for serving.
+	// ActInt8All is int8 at every T: where the CPU has no int8 prefill
+	// GEMM (cpu.Ctx.Q8GEMM) a larger matmul runs as 16-token pieces of
+	// the int8 GEMV, so a prefill sees exactly the per-token activation
+	// quantization of decode (up to fp32 summation order). For accuracy
+	// studies by prefill scoring (ninfer-eval --activations int8); without
+	// the GEMM slow, not for serving.
 	ActInt8All = "int8-all"
 )
 
@@ -70,7 +71,7 @@ type q8Kernels interface {
 
 func (k cpuKernels) q8(f format.Format) bool { return int8Act(*k.act, k.isa, f) }
 func (k cpuKernels) matmulQ8(w any, x, y rows, acc bool) {
-	if *k.act == ActInt8All {
+	if *k.act == ActInt8All && !(x.t > cpu.SmallT && k.ctx.Q8GEMM()) { // the int8 GEMM takes all T at once
 		for t0 := 0; t0 < x.t; t0 += cpu.SmallT {
 			xs, ys := x, y
 			xs.t, ys.t = min(cpu.SmallT, x.t-t0), min(cpu.SmallT, x.t-t0)

@@ -176,8 +176,8 @@ func TestMatMulInt8ActOracle(t *testing.T) {
 	}
 }
 
-// TestMatMulInt8PrefillGEMM checks the int8 prefill GEMM
-// (NINFER_CPU_PREFILL=int8: AVX-512 VNNI, T > 16) against the same FP64
+// TestMatMulInt8PrefillGEMM checks the int8 prefill GEMM (AVX-512 VNNI,
+// T > 16) against the same FP64
 // oracle: every grouped-integer format, whole and partial groups, token
 // counts that leave 1–5 tokens after the 6-token tiles, a row count that
 // leaves a partial 32-row panel of more than 16 rows, with and without accumulation.
@@ -191,7 +191,6 @@ func TestMatMulInt8PrefillGEMM(t *testing.T) {
 		if err := b.SetActivations(ActInt8); err != nil {
 			t.Fatal(err)
 		}
-		t.Setenv("NINFER_CPU_PREFILL", "int8")
 		for _, f := range q8Formats {
 			for _, k := range []int{256, 200, 1000} {
 				r := streams.Stream(b.Name(), string(f), fmt.Sprint(k))
@@ -228,7 +227,6 @@ func TestMatMulInt8PrefillGEMM(t *testing.T) {
 				}
 			}
 		}
-		t.Setenv("NINFER_CPU_PREFILL", "")
 		if err := b.SetActivations(ActFP32); err != nil {
 			t.Fatal(err)
 		}
@@ -283,8 +281,9 @@ func TestMatMulInt8ActVsFP32(t *testing.T) {
 }
 
 // TestMatMulInt8ActScope checks what stays on fp32 activations in int8
-// mode, bit for bit: other formats, T > 16 (prefill GEMM) and weights
-// pinned by KeepFP32Activations (the output head).
+// mode, bit for bit: other formats, T > 16 where the CPU has no int8
+// prefill GEMM (and with NINFER_CPU_PREFILL=fp32), and weights pinned by
+// KeepFP32Activations (the output head).
 func TestMatMulInt8ActScope(t *testing.T) {
 	streams := numtest.NewSource(t)
 	for _, b := range cpuBackends(t) {
@@ -294,7 +293,15 @@ func TestMatMulInt8ActScope(t *testing.T) {
 			p := randPacked(r, f, n, k)
 			w, pinned := prep(t, b, p), prep(t, b, p)
 			pinned.KeepFP32Activations()
-			for _, T := range []int{1, 4, 17} {
+			for _, tc := range []struct {
+				T         int
+				prefill32 bool
+			}{{1, false}, {4, false}, {17, false}, {17, true}} {
+				T := tc.T
+				if tc.prefill32 {
+					t.Setenv("NINFER_CPU_PREFILL", "fp32")
+				}
+				gemm := T > SmallTForTest && b.Int8PrefillGEMM()
 				x := randn(r, T*k, 1)
 				xv, yv := put(t, b, x), put(t, b, make([]float32, T*n))
 				run := func(mode string, w *Weight) []float32 {
@@ -309,7 +316,7 @@ func TestMatMulInt8ActScope(t *testing.T) {
 				for _, c := range []struct {
 					w    *Weight
 					same bool
-				}{{w, !grouped || T > SmallTForTest}, {pinned, true}} {
+				}{{w, !grouped || (T > SmallTForTest && !gemm)}, {pinned, true}} {
 					y8 := run(ActInt8, c.w)
 					differs := false
 					for i := range y8 {
@@ -318,9 +325,10 @@ func TestMatMulInt8ActScope(t *testing.T) {
 						}
 					}
 					if differs == c.same {
-						t.Errorf("%s/%s/T=%d/pinned=%v: int8 mode differs from fp32: %v, want %v", b.Name(), f, T, c.w == pinned, differs, !c.same)
+						t.Errorf("%s/%s/T=%d/prefill32=%v/pinned=%v: int8 mode differs from fp32: %v, want %v", b.Name(), f, T, tc.prefill32, c.w == pinned, differs, !c.same)
 					}
 				}
+				t.Setenv("NINFER_CPU_PREFILL", "")
 			}
 		}
 		if err := b.SetActivations(ActFP32); err != nil {
@@ -444,7 +452,9 @@ func putB(b *testing.B, be Backend, x []float32) View {
 }
 
 // TestMatMulInt8AllIsPieces checks the accuracy-study mode int8-all: a
-// T > 16 matmul equals its 16-token pieces in int8 mode bit for bit.
+// T > 16 matmul equals its 16-token pieces in int8 mode bit for bit where
+// there is no int8 prefill GEMM (here forced by NINFER_CPU_PREFILL=fp32),
+// and equals int8 mode's GEMM at the whole T where there is one.
 func TestMatMulInt8AllIsPieces(t *testing.T) {
 	streams := numtest.NewSource(t)
 	for _, b := range cpuBackends(t) {
@@ -454,11 +464,23 @@ func TestMatMulInt8AllIsPieces(t *testing.T) {
 		w := prep(t, b, p)
 		x := randn(r, T*k, 1)
 		xv, yv := put(t, b, x), put(t, b, make([]float32, T*n))
-		if err := b.SetActivations(ActInt8All); err != nil {
-			t.Fatal(err)
+		run := func(mode string) []float32 {
+			if err := b.SetActivations(mode); err != nil {
+				t.Fatal(err)
+			}
+			b.MatMul(Dense(yv, T, n), Dense(xv, T, k), w, false)
+			return get(t, b, yv, T*n)
 		}
-		b.MatMul(Dense(yv, T, n), Dense(xv, T, k), w, false)
-		all := get(t, b, yv, T*n)
+		if b.Int8PrefillGEMM() {
+			all, whole := run(ActInt8All), run(ActInt8)
+			for i := range all {
+				if math.Float32bits(all[i]) != math.Float32bits(whole[i]) {
+					t.Fatalf("%s: y[%d] int8-all %g, int8 GEMM %g", b.Name(), i, all[i], whole[i])
+				}
+			}
+		}
+		t.Setenv("NINFER_CPU_PREFILL", "fp32")
+		all := run(ActInt8All)
 		if err := b.SetActivations(ActInt8); err != nil {
 			t.Fatal(err)
 		}
@@ -472,6 +494,7 @@ func TestMatMulInt8AllIsPieces(t *testing.T) {
 				}
 			}
 		}
+		t.Setenv("NINFER_CPU_PREFILL", "")
 		if err := b.SetActivations(ActFP32); err != nil {
 			t.Fatal(err)
 		}

@@ -109,6 +109,11 @@ func (c *CPU) ISADetail() string {
 	return strings.Join(append([]string{c.isa}, c.ctx.Int8Dots()...), "+")
 }
 
+// Int8PrefillGEMM reports whether int8 activations at T > 16 (prefill)
+// run the int8 GEMM (AVX-512 VNNI, unless NINFER_CPU_PREFILL=fp32); where
+// it does not, they stay on fp32 activations.
+func (c *CPU) Int8PrefillGEMM() bool { return c.ctx.Q8GEMM() }
+
 // Threads is the pool size.
 func (c *CPU) Threads() int { return c.threads }
 
