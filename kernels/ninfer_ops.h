@@ -112,7 +112,7 @@ void ni_matmul(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accumula
 enum { NI_ACT_F32 = 0, NI_ACT_Q8 = 1 };
 /* ni_matmul with activation mode act. NI_ACT_F32 is ni_matmul. NI_ACT_Q8
  * applies to q4–q8 weights at T ≤ NI_SMALL_T, and at larger T where
- * ni_cpu_q8_gemm(isa) says the int8 prefill GEMM runs (every other format,
+ * ni_cpu_q8_gemm(isa, bits) says the int8 prefill GEMM runs (every other format,
  * and larger T elsewhere, run ni_matmul unchanged): each token row is first quantized in blocks b
  * of B values, B = the weight group (64 for q4/q5/q6, 32 for q8; columns
  * Bb .. Bb+B−1, the last block zero-padded past K):
@@ -128,10 +128,12 @@ enum { NI_ACT_F32 = 0, NI_ACT_Q8 = 1 };
  * bit-identical at every ISA level; results differ across levels only in
  * the fp32 summation order. */
 void ni_matmul_act(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accumulate, int act);
-/* 1 when NI_ACT_Q8 at T > NI_SMALL_T runs the int8 prefill GEMM (packed
- * 32-row panels, 6-token × 32-row VNNI tiles, gemm_q8.c): at NI_ISA_AVX512
- * with AVX512_VNNI, unless NINFER_CPU_PREFILL=fp32 (per matmul). */
-int ni_cpu_q8_gemm(int isa);
+/* 1 when NI_ACT_Q8 at T > NI_SMALL_T on weights of `bits` runs the int8
+ * prefill GEMM (packed 32-row panels, gemm_q8.c): at NI_ISA_AVX512 with
+ * AVX512_VNNI (6-token × 32-row tiles); at NI_ISA_AVX2 with AVX-VNNI (unless
+ * NINFER_CPU_AVXVNNI=0), else for q4–q6 by maddubs (2-token × 16-row
+ * tiles); never with NINFER_CPU_PREFILL=fp32 (per matmul). */
+int ni_cpu_q8_gemm(int isa, int bits);
 /* 1 when the NI_ISA_AVX512 level runs AVX512_VNNI (dpbusd) bodies. */
 int ni_cpu_has_vnni(void);
 /* 1 when the NI_ISA_AVX512 level takes the q5/q6 high bits of its permuted

@@ -177,8 +177,9 @@ func HasAVXVNNI() bool { return C.ni_cpu_has_avxvnni() != 0 }
 // context's level use, as the switches read now: "vnni", "vbmi" (ISAAVX512),
 // "avxvnni" (ISAAVX2).
 // Q8GEMM reports whether int8 activations at T > SmallT run the int8
-// prefill GEMM (ni_cpu_q8_gemm: AVX-512 VNNI, unless NINFER_CPU_PREFILL=fp32).
-func (x *Ctx) Q8GEMM() bool { return C.ni_cpu_q8_gemm(x.c.isa) != 0 }
+// prefill GEMM for w (ni_cpu_q8_gemm: AVX-512 VNNI; AVX-VNNI, or q4–q6 on
+// AVX2; never with NINFER_CPU_PREFILL=fp32).
+func (x *Ctx) Q8GEMM(w *Weight) bool { return C.ni_cpu_q8_gemm(x.c.isa, C.int(w.w.bits)) != 0 }
 
 func (x *Ctx) Int8Dots() []string {
 	f := int(C.ni_cpu_int8_dots(x.c.isa))

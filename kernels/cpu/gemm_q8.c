@@ -82,3 +82,27 @@ VNNI512 void ni_q8_gemm_vnni(const uint8_t *pw, const float *ps, int64_t ngroups
     }
 #undef NI_Q8G_TILE
 }
+
+/* The same at 256 bits for the avx2 level: with AVX-VNNI (two VEX
+ * dpbusd), or AVX2 alone (maddubs of two k-quads added in int16, exact
+ * for codes ≤ 63: q4–q6 only, ≤ 2·2·63·127 = 32004; then one madd). */
+#define Q8G_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define Q8G_AVXVNNI __attribute__((target("avx2,fma,f16c,avxvnni")))
+
+#define Q8G_ATTR Q8G_AVXVNNI
+#define Q8G_N(name) name##_avxvnni
+#define Q8G_DOT2(acc, wa, xa, wb, xb) _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(acc, wa, xa), wb, xb)
+#include "q8g_body.h"
+#undef Q8G_ATTR
+#undef Q8G_N
+#undef Q8G_DOT2
+
+#define Q8G_ATTR Q8G_AVX2
+#define Q8G_N(name) name##_avx2
+#define Q8G_DOT2(acc, wa, xa, wb, xb)                                                                                 \
+    _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(wa, xa), _mm256_maddubs_epi16(wb, xb)), \
+                                            _mm256_set1_epi16(1)))
+#include "q8g_body.h"
+#undef Q8G_ATTR
+#undef Q8G_N
+#undef Q8G_DOT2

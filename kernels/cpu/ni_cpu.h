@@ -276,6 +276,12 @@ void ni_q8_pack_panel_avx2(int bits, const uint8_t *base, const uint8_t *high, c
 void ni_q8_gemm_vnni(const uint8_t *pw, const float *ps, int64_t ngroups, int gk, int nr, const int8_t *xq,
                      int64_t ldq, const float *xs, int64_t lds, int sstep, const int32_t *xoff, int64_t ldo, int T,
                      float *y, int64_t ldy, int acc);
+void ni_q8_gemm_avxvnni(const uint8_t *pw, const float *ps, int64_t ngroups, int gk, int nr, const int8_t *xq,
+                        int64_t ldq, const float *xs, int64_t lds, int sstep, const int32_t *xoff, int64_t ldo, int T,
+                        float *y, int64_t ldy, int acc);
+void ni_q8_gemm_avx2(const uint8_t *pw, const float *ps, int64_t ngroups, int gk, int nr, const int8_t *xq,
+                     int64_t ldq, const float *xs, int64_t lds, int sstep, const int32_t *xoff, int64_t ldo, int T,
+                     float *y, int64_t ldy, int acc);
 #define NI_GEMM_MR 6
 #define NI_GEMM_NR 16
 #define NI_GEMM_KC 256

@@ -71,7 +71,7 @@ type q8Kernels interface {
 
 func (k cpuKernels) q8(f format.Format) bool { return int8Act(*k.act, k.isa, f) }
 func (k cpuKernels) matmulQ8(w any, x, y rows, acc bool) {
-	if *k.act == ActInt8All && !(x.t > cpu.SmallT && k.ctx.Q8GEMM()) { // the int8 GEMM takes all T at once
+	if *k.act == ActInt8All && !(x.t > cpu.SmallT && k.ctx.Q8GEMM(w.(*cpu.Weight))) { // the int8 GEMM takes all T at once
 		for t0 := 0; t0 < x.t; t0 += cpu.SmallT {
 			xs, ys := x, y
 			xs.t, ys.t = min(cpu.SmallT, x.t-t0), min(cpu.SmallT, x.t-t0)

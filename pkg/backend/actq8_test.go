@@ -176,56 +176,65 @@ func TestMatMulInt8ActOracle(t *testing.T) {
 	}
 }
 
-// TestMatMulInt8PrefillGEMM checks the int8 prefill GEMM (AVX-512 VNNI,
-// T > 16) against the same FP64
-// oracle: every grouped-integer format, whole and partial groups, token
-// counts that leave 1–5 tokens after the 6-token tiles, a row count that
-// leaves a partial 32-row panel of more than 16 rows, with and without accumulation.
+// TestMatMulInt8PrefillGEMM checks the int8 prefill GEMM (T > 16: AVX-512
+// VNNI; at the avx2 level AVX-VNNI and, with NINFER_CPU_AVXVNNI=0, AVX2
+// maddubs for q4–q6) against the same FP64 oracle: every grouped-integer
+// format the route takes, whole and partial groups, token counts that leave
+// partial token tiles, a row count that leaves a partial 32-row panel of
+// more than 16 rows, with and without accumulation.
 func TestMatMulInt8PrefillGEMM(t *testing.T) {
 	streams := numtest.NewSource(t)
 	for _, b := range cpuBackends(t) {
-		if b.ISA() != "avx512" || !VNNI() {
-			t.Logf("%s: no AVX-512 VNNI: the int8 prefill GEMM is not run here", b.Name())
-			continue
+		modes := []string{""}
+		if b.ISA() == "avx2" && AVXVNNI() {
+			modes = append(modes, "0") // NINFER_CPU_AVXVNNI=0: the AVX2-only route
 		}
 		if err := b.SetActivations(ActInt8); err != nil {
 			t.Fatal(err)
 		}
-		for _, f := range q8Formats {
-			for _, k := range []int{256, 200, 1000} {
-				r := streams.Stream(b.Name(), string(f), fmt.Sprint(k))
-				n := 57 // a whole 32-row panel and one of 25 rows
-				p := randPacked(r, f, n, k)
-				w := prep(t, b, p)
-				for _, T := range []int{17, 23, 40} {
-					for _, acc := range []bool{false, true} {
-						x := randn(r, T*k, 1)
-						x[k+3] = 0
-						for i := 2 * k; i < 2*k+32; i++ {
-							x[i] = 0 // an all-zero block (s_x = 0)
-						}
-						y0 := randn(r, T*n, 1)
-						xv, yv := put(t, b, x), put(t, b, y0)
-						b.MatMul(Dense(yv, T, n), Dense(xv, T, k), w, acc)
-						got := get(t, b, yv, T*n)
-						name := fmt.Sprintf("%s/%s/K=%d/T=%d/acc=%v", b.Name(), f, k, T, acc)
-						for tt := range T {
-							q, s := q8Quantize(x[tt*k:(tt+1)*k], actBlock(f))
-							for i := range n {
-								ref, abs, _ := q8Ref(p.w[i*k:(i+1)*k], q, s)
-								if acc {
-									ref += float64(y0[tt*n+i])
-									abs += math.Abs(float64(y0[tt*n+i]))
-								}
-								g := float64(got[tt*n+i])
-								if bd := q8Bound(k, abs); !(math.Abs(g-ref) <= bd) {
-									t.Fatalf("%s: y[%d,%d] = %g, oracle %g (|err| %.3g > bound %.3g)", name, tt, i, g, ref, math.Abs(g-ref), bd)
+		for _, mode := range modes {
+			t.Setenv("NINFER_CPU_AVXVNNI", mode)
+			for _, f := range q8Formats {
+				for _, k := range []int{256, 200, 1000} {
+					r := streams.Stream(b.Name(), mode, string(f), fmt.Sprint(k))
+					n := 57 // a whole 32-row panel and one of 25 rows
+					p := randPacked(r, f, n, k)
+					w := prep(t, b, p)
+					if !b.Int8PrefillGEMM(w) {
+						t.Logf("%s (NINFER_CPU_AVXVNNI=%q) %s: no int8 prefill GEMM here: not run", b.Name(), mode, f)
+						continue
+					}
+					for _, T := range []int{17, 23, 40} {
+						for _, acc := range []bool{false, true} {
+							x := randn(r, T*k, 1)
+							x[k+3] = 0
+							for i := 2 * k; i < 2*k+32; i++ {
+								x[i] = 0 // an all-zero block (s_x = 0)
+							}
+							y0 := randn(r, T*n, 1)
+							xv, yv := put(t, b, x), put(t, b, y0)
+							b.MatMul(Dense(yv, T, n), Dense(xv, T, k), w, acc)
+							got := get(t, b, yv, T*n)
+							name := fmt.Sprintf("%s/avxvnni=%q/%s/K=%d/T=%d/acc=%v", b.Name(), mode, f, k, T, acc)
+							for tt := range T {
+								q, s := q8Quantize(x[tt*k:(tt+1)*k], actBlock(f))
+								for i := range n {
+									ref, abs, _ := q8Ref(p.w[i*k:(i+1)*k], q, s)
+									if acc {
+										ref += float64(y0[tt*n+i])
+										abs += math.Abs(float64(y0[tt*n+i]))
+									}
+									g := float64(got[tt*n+i])
+									if bd := q8Bound(k, abs); !(math.Abs(g-ref) <= bd) {
+										t.Fatalf("%s: y[%d,%d] = %g, oracle %g (|err| %.3g > bound %.3g)", name, tt, i, g, ref, math.Abs(g-ref), bd)
+									}
 								}
 							}
 						}
 					}
 				}
 			}
+			t.Setenv("NINFER_CPU_AVXVNNI", "")
 		}
 		if err := b.SetActivations(ActFP32); err != nil {
 			t.Fatal(err)
@@ -301,7 +310,7 @@ func TestMatMulInt8ActScope(t *testing.T) {
 				if tc.prefill32 {
 					t.Setenv("NINFER_CPU_PREFILL", "fp32")
 				}
-				gemm := T > SmallTForTest && b.Int8PrefillGEMM()
+				gemm := T > SmallTForTest && b.Int8PrefillGEMM(w)
 				x := randn(r, T*k, 1)
 				xv, yv := put(t, b, x), put(t, b, make([]float32, T*n))
 				run := func(mode string, w *Weight) []float32 {
@@ -471,7 +480,7 @@ func TestMatMulInt8AllIsPieces(t *testing.T) {
 			b.MatMul(Dense(yv, T, n), Dense(xv, T, k), w, false)
 			return get(t, b, yv, T*n)
 		}
-		if b.Int8PrefillGEMM() {
+		if b.Int8PrefillGEMM(w) {
 			all, whole := run(ActInt8All), run(ActInt8)
 			for i := range all {
 				if math.Float32bits(all[i]) != math.Float32bits(whole[i]) {

@@ -110,9 +110,10 @@ func (c *CPU) ISADetail() string {
 }
 
 // Int8PrefillGEMM reports whether int8 activations at T > 16 (prefill)
-// run the int8 GEMM (AVX-512 VNNI, unless NINFER_CPU_PREFILL=fp32); where
-// it does not, they stay on fp32 activations.
-func (c *CPU) Int8PrefillGEMM() bool { return c.ctx.Q8GEMM() }
+// run the int8 GEMM for w (AVX-512 VNNI; AVX-VNNI, or q4–q6 on AVX2; never
+// with NINFER_CPU_PREFILL=fp32); where they do not, they stay on fp32
+// activations.
+func (c *CPU) Int8PrefillGEMM(w *Weight) bool { return c.ctx.Q8GEMM(w.prep.(*cpu.Weight)) }
 
 // Threads is the pool size.
 func (c *CPU) Threads() int { return c.threads }
