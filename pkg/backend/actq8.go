@@ -18,10 +18,11 @@ import (
 // activations.
 const (
 	// ActAuto is int8 where it is faster: q4/q5/q6 weights, and q8 weights
-	// at the avx2 level. At avx512 q8 stays on fp32 activations: its fp32
+	// at the avx2 level. At avx512 q8 decodes on fp32 activations (its fp32
 	// GEMV has no decode to save and the int8 one measured slower end to
-	// end there; at avx2 the int8 one decodes 1.13–1.16× faster
-	// (docs/PERF.md, int8 activations; AVX2 q8 int8 by default).
+	// end there; at avx2 the int8 one decodes 1.13–1.16× faster: docs/PERF.md,
+	// int8 activations; AVX2 q8 int8 by default) and prefills (T > 16) on
+	// int8 ones where the int8 prefill GEMM runs (cpuKernels.q8).
 	ActAuto = "auto"
 	ActInt8 = "int8" // int8 for q4–q8 weights, fp32 otherwise
 	ActFP32 = "fp32" // fp32 activations everywhere (the library default)
@@ -64,12 +65,19 @@ func int8Act(m, isa string, f format.Format) bool {
 
 // q8Kernels is implemented by kernels with an int8-activation matmul.
 type q8Kernels interface {
-	// q8 reports whether a matmul by a weight in format f uses it.
-	q8(f format.Format) bool
+	// q8 reports whether a matmul of T tokens by w uses it.
+	q8(w *Weight, T int) bool
 	matmulQ8(w any, x, y rows, acc bool)
 }
 
-func (k cpuKernels) q8(f format.Format) bool { return int8Act(*k.act, k.isa, f) }
+func (k cpuKernels) q8(w *Weight, T int) bool {
+	if int8Act(*k.act, k.isa, w.Format) {
+		return true
+	}
+	// auto: q8 decodes on fp32 activations at avx512 (faster there) but
+	// prefills on int8 ones where the int8 GEMM runs (2.2× at pp512).
+	return *k.act == ActAuto && w.Format == format.Q8G32 && T > cpu.SmallT && k.ctx.Q8GEMM(w.prep.(*cpu.Weight))
+}
 func (k cpuKernels) matmulQ8(w any, x, y rows, acc bool) {
 	if *k.act == ActInt8All && !(x.t > cpu.SmallT && k.ctx.Q8GEMM(w.(*cpu.Weight))) { // the int8 GEMM takes all T at once
 		for t0 := 0; t0 < x.t; t0 += cpu.SmallT {

@@ -242,6 +242,40 @@ func TestMatMulInt8PrefillGEMM(t *testing.T) {
 	}
 }
 
+// TestInt8ActAutoPrefillQ8 checks auto's choice for q8 weights: int8
+// activations (bit for bit int8 mode) at T > 16 where the int8 prefill
+// GEMM runs, else as int8Act says (fp32 at avx512, int8 at avx2).
+func TestInt8ActAutoPrefillQ8(t *testing.T) {
+	streams := numtest.NewSource(t)
+	for _, b := range cpuBackends(t) {
+		r := streams.Stream(b.Name())
+		n, k := 40, 256
+		p := randPacked(r, format.Q8G32, n, k)
+		w := prep(t, b, p)
+		for _, T := range []int{4, 17} {
+			x := randn(r, T*k, 1)
+			xv, yv := put(t, b, x), put(t, b, make([]float32, T*n))
+			run := func(mode string) []float32 {
+				if err := b.SetActivations(mode); err != nil {
+					t.Fatal(err)
+				}
+				b.MatMul(Dense(yv, T, n), Dense(xv, T, k), w, false)
+				return get(t, b, yv, T*n)
+			}
+			auto, i8, f32 := run(ActAuto), run(ActInt8), run(ActFP32)
+			want, wantName := f32, "fp32"
+			if int8Act(ActAuto, b.ISA(), format.Q8G32) || (T > SmallTForTest && b.Int8PrefillGEMM(w)) {
+				want, wantName = i8, "int8"
+			}
+			for i := range auto {
+				if math.Float32bits(auto[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%s/T=%d: y[%d] auto %g, %s mode %g", b.Name(), T, i, auto[i], wantName, want[i])
+				}
+			}
+		}
+	}
+}
+
 // TestMatMulInt8ActVsFP32 checks that int8 activations move each output
 // from the fp32-activation result by no more than the activation
 // quantization error Σ_k |w_k|·s_x/2 plus both routes' accumulation bounds.

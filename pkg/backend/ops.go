@@ -165,7 +165,7 @@ func (o *ops) MatMul(y, x Tensor, w *Weight, accumulate bool) {
 	if x.T == 0 {
 		return
 	}
-	if q, ok := o.k.(q8Kernels); ok && !w.fp32Act && q.q8(w.Format) {
+	if q, ok := o.k.(q8Kernels); ok && !w.fp32Act && q.q8(w, x.T) {
 		q.matmulQ8(d, xr, yr, accumulate)
 		return
 	}
