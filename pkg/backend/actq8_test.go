@@ -74,6 +74,27 @@ func q8Bound(k int, abs float64) float64 {
 	return g / (1 - g) * abs
 }
 
+// checkQ8Oracle checks the [T,n] int8-activation matmul output got of
+// weights w ([n,k], decoded FP64 values) on activations x (+ y0 when acc)
+// against q8Ref on the contract's quantized activations, within q8Bound.
+func checkQ8Oracle(t *testing.T, name string, f format.Format, w []float64, x, y0, got []float32, T, n, k int, acc bool) {
+	t.Helper()
+	for tt := range T {
+		q, s := q8Quantize(x[tt*k:(tt+1)*k], actBlock(f))
+		for i := range n {
+			ref, abs, _ := q8Ref(w[i*k:(i+1)*k], q, s)
+			if acc {
+				ref += float64(y0[tt*n+i])
+				abs += math.Abs(float64(y0[tt*n+i]))
+			}
+			g := float64(got[tt*n+i])
+			if bd := q8Bound(k, abs); !(math.Abs(g-ref) <= bd) {
+				t.Fatalf("%s: y[%d,%d] = %g, oracle %g (|err| %.3g > bound %.3g)", name, tt, i, g, ref, math.Abs(g-ref), bd)
+			}
+		}
+	}
+}
+
 func cpuBackends(t *testing.T) []*CPU {
 	var out []*CPU
 	for _, b := range backends(t) {
@@ -154,20 +175,7 @@ func TestMatMulInt8ActOracle(t *testing.T) {
 							b.MatMul(Dense(yv, T, n), Dense(xv, T, k), w, acc)
 							got := get(t, b, yv, T*n)
 							name := fmt.Sprintf("%s%s/%s/K=%d/T=%d/acc=%v", b.Name(), mode, f, k, T, acc)
-							for tt := range T {
-								q, s := q8Quantize(x[tt*k:(tt+1)*k], actBlock(f))
-								for i := range n {
-									ref, abs, _ := q8Ref(p.w[i*k:(i+1)*k], q, s)
-									if acc {
-										ref += float64(y0[tt*n+i])
-										abs += math.Abs(float64(y0[tt*n+i]))
-									}
-									g := float64(got[tt*n+i])
-									if bd := q8Bound(k, abs); !(math.Abs(g-ref) <= bd) {
-										t.Fatalf("%s: y[%d,%d] = %g, oracle %g (|err| %.3g > bound %.3g)", name, tt, i, g, ref, math.Abs(g-ref), bd)
-									}
-								}
-							}
+							checkQ8Oracle(t, name, f, p.w, x, y0, got, T, n, k, acc)
 						})
 					}
 				}
@@ -216,20 +224,7 @@ func TestMatMulInt8PrefillGEMM(t *testing.T) {
 							b.MatMul(Dense(yv, T, n), Dense(xv, T, k), w, acc)
 							got := get(t, b, yv, T*n)
 							name := fmt.Sprintf("%s/avxvnni=%q/%s/K=%d/T=%d/acc=%v", b.Name(), mode, f, k, T, acc)
-							for tt := range T {
-								q, s := q8Quantize(x[tt*k:(tt+1)*k], actBlock(f))
-								for i := range n {
-									ref, abs, _ := q8Ref(p.w[i*k:(i+1)*k], q, s)
-									if acc {
-										ref += float64(y0[tt*n+i])
-										abs += math.Abs(float64(y0[tt*n+i]))
-									}
-									g := float64(got[tt*n+i])
-									if bd := q8Bound(k, abs); !(math.Abs(g-ref) <= bd) {
-										t.Fatalf("%s: y[%d,%d] = %g, oracle %g (|err| %.3g > bound %.3g)", name, tt, i, g, ref, math.Abs(g-ref), bd)
-									}
-								}
-							}
+							checkQ8Oracle(t, name, f, p.w, x, y0, got, T, n, k, acc)
 						}
 					}
 				}
