@@ -938,7 +938,6 @@ static int fp32_perm(int isa, const ni_weight *w) {
     return !(e && strcmp(e, "0") == 0);
 }
 
-
 /* The int8 prefill GEMM (mm_gemm_q8) at T > NI_SMALL_T on int8
  * activations, as the kernel it runs (0 = none: the fp32 GEMM on fp32
  * activations): AVX-512 with VNNI; at the avx2 level with AVX-VNNI (unless
