@@ -778,6 +778,36 @@ static void mm_q8(const mm_args *a, int64_t n0, int64_t n1) {
     }
 }
 
+/* The int8 prefill GEMM's activations: token rows quantized in blocks of
+ * the weight group G, and each group's offset ob·Σ x_q (ob = 2^(bits−1)),
+ * Q8G_QUANT_TOKENS token rows a task. */
+#define Q8G_QUANT_TOKENS 16
+typedef struct {
+    int isa;
+    ni_rows x;
+    int64_t k, kpad;
+    int G;
+    int32_t ob;
+    int8_t *xq;
+    float *xs;
+    int32_t *xo;
+} q8g_quant_args;
+
+static void q8g_quant_task(void *a_, int task, int tid) {
+    (void)tid;
+    const q8g_quant_args *a = (const q8g_quant_args *)a_;
+    const int64_t ng = a->kpad / a->G, t1 = (int64_t)(task + 1) * Q8G_QUANT_TOKENS;
+    for (int64_t t = (int64_t)task * Q8G_QUANT_TOKENS; t < t1 && t < a->x.t; t++) {
+        int8_t *qt = a->xq + t * a->kpad;
+        q8_quantize(a->isa, a->x.p + t * a->x.ld, a->k, a->kpad, a->G, qt, a->xs + t * (a->kpad / 32));
+        for (int64_t g = 0; g < ng; g++) {
+            int32_t sum = 0;
+            for (int i = 0; i < a->G; i++) sum += qt[g * a->G + i];
+            a->xo[t * ng + g] = a->ob * sum;
+        }
+    }
+}
+
 /* The int8 prefill GEMM over rows [n0, n1): each panel of NI_Q8G_NR rows
  * packed once (ni_q8_pack_panel_avx2), then all tokens swept over it
  * (ni_q8_gemm_vnni, gemm_q8.c). */
@@ -1001,16 +1031,8 @@ void ni_matmul_act(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accu
         float *xs = sh;
         int8_t *xq = (int8_t *)(sh + nxs);
         int32_t *xo = (int32_t *)(sh + nxs + nxq);
-        const int32_t ob = 1 << (w->bits - 1);
-        for (int64_t t = 0; t < x.t; t++) {
-            int8_t *qt = xq + t * kpad;
-            q8_quantize(c->isa, x.p + t * x.ld, w->k, kpad, (int)G, qt, xs + t * nbk);
-            for (int64_t g = 0; g < ng; g++) {
-                int32_t sum = 0;
-                for (int64_t i = 0; i < G; i++) sum += qt[g * G + i];
-                xo[t * ng + g] = ob * sum;
-            }
-        }
+        q8g_quant_args qa = {c->isa, x, w->k, kpad, (int)G, 1 << (w->bits - 1), xq, xs, xo};
+        ni_parallel(c, (int)((x.t + Q8G_QUANT_TOKENS - 1) / Q8G_QUANT_TOKENS), q8g_quant_task, &qa, x.t * kpad * 8);
         a.xq = xq;
         a.xs = xs;
         a.xo = xo;
