@@ -247,6 +247,17 @@ static void conv_step3(float (*restrict wt)[CONV_CH], float (*restrict win)[CONV
  * each token row (the row stride is the whole channel count); per channel
  * the arithmetic is unchanged: s = w[sw]·x, then s += w[i]·win[i] for
  * i = 0 … sw−1, in that order. */
+/* Window element at of the state, as fp32, and its store (bf16-rounded
+ * for a bf16 state). */
+static inline float conv_win(const conv_args *a, int64_t at) {
+    return a->bf16 ? ni_bf16(((const uint16_t *)a->state)[at]) : ((const float *)a->state)[at];
+}
+
+static inline void conv_set_win(const conv_args *a, int64_t at, float v) {
+    if (a->bf16) ((uint16_t *)a->state)[at] = ni_to_bf16(v);
+    else ((float *)a->state)[at] = v;
+}
+
 /* One token of a kw = 4 conv (decode) over channels [c0, c1), read and
  * written in place in the state's channel-major windows: no staging
  * through the structure-of-arrays windows, whose transposes cost more than
@@ -259,36 +270,18 @@ static void conv_token4(const conv_args *a, int c0, int c1) {
     const float *x = a->x.p, *w = a->w;
     float *y = a->y.p;
     const int64_t rd = a->slot_stride * a->in_slot, wr = a->slot_stride * (a->per ? 0 : a->out_slot);
-    if (a->bf16) {
-        const uint16_t *si = (const uint16_t *)a->state + rd;
-        uint16_t *so = (uint16_t *)a->state + wr;
-        for (int c = c0; c < c1; c++) {
-            const float *wc = w + 4 * (int64_t)c;
-            float xin = x[c], w0 = ni_bf16(si[3 * c]), w1 = ni_bf16(si[3 * c + 1]), w2 = ni_bf16(si[3 * c + 2]);
-            float s = wc[3] * xin;
-            s += wc[0] * w0;
-            s += wc[1] * w1;
-            s += wc[2] * w2;
-            so[3 * c] = ni_to_bf16(w1);
-            so[3 * c + 1] = ni_to_bf16(w2);
-            so[3 * c + 2] = ni_to_bf16(xin);
-            y[c] = s;
-        }
-    } else {
-        const float *si = (const float *)a->state + rd;
-        float *so = (float *)a->state + wr;
-        for (int c = c0; c < c1; c++) {
-            const float *wc = w + 4 * (int64_t)c;
-            float xin = x[c], w0 = si[3 * c], w1 = si[3 * c + 1], w2 = si[3 * c + 2];
-            float s = wc[3] * xin;
-            s += wc[0] * w0;
-            s += wc[1] * w1;
-            s += wc[2] * w2;
-            so[3 * c] = w1;
-            so[3 * c + 1] = w2;
-            so[3 * c + 2] = xin;
-            y[c] = s;
-        }
+    for (int c = c0; c < c1; c++) {
+        const float *wc = w + 4 * (int64_t)c;
+        float xin = x[c], w0 = conv_win(a, rd + 3 * c), w1 = conv_win(a, rd + 3 * c + 1),
+              w2 = conv_win(a, rd + 3 * c + 2);
+        float s = wc[3] * xin;
+        s += wc[0] * w0;
+        s += wc[1] * w1;
+        s += wc[2] * w2;
+        conv_set_win(a, wr + 3 * c, w1);
+        conv_set_win(a, wr + 3 * c + 1, w2);
+        conv_set_win(a, wr + 3 * c + 2, xin); /* bf16-rounded for a bf16 state */
+        y[c] = s;
     }
     ni_silu_vec(a->isa, y + c0, y + c0, c1 - c0);
 }

@@ -273,6 +273,10 @@ void ni_q8_groups_multi_vnni(int bits, const uint8_t *base, const uint8_t *high,
 #define NI_Q8G_MR 6
 void ni_q8_pack_panel_avx2(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
                            ni_row_block rb, int64_t ngroups, uint8_t *pw, float *ps);
+/* One int8 prefill GEMM kernel (gemm_q8.c): all T tokens against one packed panel. */
+typedef void (*ni_q8_gemm_fn)(const uint8_t *pw, const float *ps, int64_t ngroups, int gk, int nr, const int8_t *xq,
+                              int64_t ldq, const float *xs, int64_t lds, int sstep, const int32_t *xoff, int64_t ldo,
+                              int T, float *y, int64_t ldy, int acc);
 void ni_q8_gemm_vnni(const uint8_t *pw, const float *ps, int64_t ngroups, int gk, int nr, const int8_t *xq,
                      int64_t ldq, const float *xs, int64_t lds, int sstep, const int32_t *xoff, int64_t ldo, int T,
                      float *y, int64_t ldy, int acc);

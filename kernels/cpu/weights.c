@@ -247,9 +247,6 @@ int ni_embed(ni_ctx *c, const ni_weight *w, const int32_t *ids, ni_rows out) {
 #define MM_TILE 8        /* rows per task granule */
 #define MM_TILE_LARGE 32 /* max decoded rows reused across all T in the large-T regime */
 
-/* The int8 prefill GEMM kernels (q8_gemm_kind, mm_gemm_q8). */
-enum { Q8G_NONE, Q8G_VNNI512, Q8G_AVXVNNI, Q8G_AVX2 };
-
 typedef struct {
     ni_ctx *c;
     const ni_weight *w;
@@ -272,8 +269,8 @@ typedef struct {
                         AVX-512, int8 q8 at AVX2): prefetch distance in rows; -1 = one row at a time (gemv_rows) */
     const int32_t *xo; /* permuted VNNI route: token t's group offset lanes at xo + t·(kpad/4) (ni_q8p_offsets_vnni);
                           the int8 prefill GEMM: token t's group offsets at xo + t·(kpad/group) */
-    int gq8;           /* T > NI_SMALL_T on int8 activations: the int8 GEMM on packed panels (mm_gemm_q8), its
-                          kernel (q8_gemm_kind) */
+    ni_q8_gemm_fn gq8; /* T > NI_SMALL_T on int8 activations: the int8 GEMM kernel on packed panels
+                          (mm_gemm_q8, q8_gemm_kernel); NULL = another route */
 } mm_args;
 
 /* The prefetch distance for a multi-row pass over rows n … n + nr − 1: the
@@ -823,10 +820,8 @@ static void mm_gemm_q8(const mm_args *a, int64_t n0, int64_t n1, int tid) {
         const ni_row_block rb = {(int)(n1 - n < NI_Q8G_NR ? n1 - n : NI_Q8G_NR), w->gpr * w->base_bytes,
                                  w->gpr * w->high_bytes, 2 * w->gpr};
         ni_q8_pack_panel_avx2((int)w->bits, rp.base, rp.high, rp.scales, rb, ngroups, pw, ps);
-        (a->gq8 == Q8G_VNNI512    ? ni_q8_gemm_vnni
-         : a->gq8 == Q8G_AVXVNNI ? ni_q8_gemm_avxvnni
-                                 : ni_q8_gemm_avx2)(pw, ps, ngroups, G / 4, rb.n, a->xq, kpad, a->xs, kpad / 32,
-                                                    G / 32, a->xo, kpad / G, (int)a->x.t, a->y.p + n, a->y.ld, a->acc);
+        a->gq8(pw, ps, ngroups, G / 4, rb.n, a->xq, kpad, a->xs, kpad / 32, G / 32, a->xo, kpad / G, (int)a->x.t,
+               a->y.p + n, a->y.ld, a->acc);
     }
 }
 
@@ -969,21 +964,21 @@ static int fp32_perm(int isa, const ni_weight *w) {
 }
 
 /* The int8 prefill GEMM (mm_gemm_q8) at T > NI_SMALL_T on int8
- * activations, as the kernel it runs (0 = none: the fp32 GEMM on fp32
+ * activations, as the kernel it runs (NULL = none: the fp32 GEMM on fp32
  * activations): AVX-512 with VNNI; at the avx2 level with AVX-VNNI (unless
  * NINFER_CPU_AVXVNNI=0), else maddubs for q4–q6 (q8 codes overflow its
  * int16 pairs); never with NINFER_CPU_PREFILL=fp32 (comparison and test
  * switch). */
-static int q8_gemm_kind(int isa, int bits) {
+static ni_q8_gemm_fn q8_gemm_kernel(int isa, int bits) {
     const char *e = getenv("NINFER_CPU_PREFILL");
-    if (e && strcmp(e, "fp32") == 0) return Q8G_NONE;
-    if (isa == NI_ISA_AVX512) return q8_vnni() ? Q8G_VNNI512 : Q8G_NONE;
-    if (isa != NI_ISA_AVX2) return Q8G_NONE;
-    if (avx2_vnni()) return Q8G_AVXVNNI;
-    return bits >= 4 && bits <= 6 ? Q8G_AVX2 : Q8G_NONE;
+    if (e && strcmp(e, "fp32") == 0) return NULL;
+    if (isa == NI_ISA_AVX512) return q8_vnni() ? ni_q8_gemm_vnni : NULL;
+    if (isa != NI_ISA_AVX2) return NULL;
+    if (avx2_vnni()) return ni_q8_gemm_avxvnni;
+    return bits >= 4 && bits <= 6 ? ni_q8_gemm_avx2 : NULL;
 }
 
-int ni_cpu_q8_gemm(int isa, int bits) { return q8_gemm_kind(isa, bits) != Q8G_NONE; }
+int ni_cpu_q8_gemm(int isa, int bits) { return q8_gemm_kernel(isa, bits) != NULL; }
 
 /* The multi-row T = 1 GEMVs (ni_q8p_rows_vnni_vbmi, ni_dot_q8_rows_avx512,
  * ni_q8_rows_avx2) and their prefetch distance in rows: NINFER_CPU_MULTIROW=0 keeps one row
@@ -1022,7 +1017,8 @@ void ni_matmul_act(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accu
     if (per < MM_TILE) per = MM_TILE;
     mm_args a = {c, w, x, y, accumulate, (int)per, 0};
     a.pf_rows = x.t == 1 ? gemv_rows() : -1;
-    if (act == NI_ACT_Q8 && w->bits && x.t > NI_SMALL_T && q8_gemm_kind(c->isa, (int)w->bits)) {
+    ni_q8_gemm_fn gq8 = act == NI_ACT_Q8 && w->bits && x.t > NI_SMALL_T ? q8_gemm_kernel(c->isa, (int)w->bits) : NULL;
+    if (gq8) {
         /* every token row quantized once (blocks of the weight group), its
          * group offsets 2^(bits−1)·Σ x_q, then panels of NI_Q8G_NR rows */
         const int64_t kpad = w->kpad, nbk = kpad / 32, G = w->group, ng = kpad / G;
@@ -1036,7 +1032,7 @@ void ni_matmul_act(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accu
         a.xq = xq;
         a.xs = xs;
         a.xo = xo;
-        a.gq8 = q8_gemm_kind(c->isa, (int)w->bits);
+        a.gq8 = gq8;
         per = (w->n + (int64_t)c->threads * 4 - 1) / ((int64_t)c->threads * 4);
         per = (per + NI_Q8G_NR - 1) / NI_Q8G_NR * NI_Q8G_NR;
         a.rows_per_task = (int)per;
