@@ -215,7 +215,11 @@ void ni_gdn_recurrent(ni_ctx *c, ni_rows q, ni_rows k, ni_rows v, ni_rows g, ni_
  *   L = I + strictly_lower((diag(β)K Kᵀ) ⊙ D); U = L⁻¹ diag(β) V;
  *   W = L⁻¹ (diag(β)K ⊙ e^Γ);  V' = U − W S;
  *   O = (Q ⊙ e^Γ) S + ((Q Kᵀ) ⊙ D) V';  S ← e^{Γ_C} S + (K ⊙ e^{Γ_C − Γ})ᵀ V'.
- * out_slot must be ≥ 0 (no per-token states in this form). */
+ * out_slot must be ≥ 0 (no per-token states in this form). CPU: the
+ * products run as register-tiled matrix products, and both delta-rule forms
+ * flush subnormal fp32 values to zero (error < 2⁻¹²⁶ absolute per
+ * operation; the decays reach that range, where Intel CPUs take a
+ * microcode assist per FMA). */
 #define NI_GDN_CHUNK 64
 void ni_gdn_chunked(ni_ctx *c, ni_rows q, ni_rows k, ni_rows v, ni_rows g, ni_rows beta, float *state,
                     int64_t slot_stride, const int32_t *in_slot, int out_slot, ni_rows o);
@@ -254,6 +258,8 @@ int ni_kv_append(ni_ctx *c, ni_kv kv, ni_rows k, ni_rows v, const int32_t *pos);
  * h / (q.h / kvh) and keys at positions 0..pos[t]:
  *   out[t,h] = Σ_s softmax_s(scale · q[t,h]·K_s) V_s.
  * Routes: query blocks × kv heads; split-KV + merge for T ≤ 4 at long context.
+ * CPU: subnormal fp32 values (softmax weights of far-off scores) are
+ * flushed to zero (< 2⁻¹²⁶ absolute per operation).
  * Returns the number of tasks that met an unmapped position. */
 int ni_attention(ni_ctx *c, ni_rows q, ni_kv kv, const int32_t *pos, float scale, ni_rows out);
 

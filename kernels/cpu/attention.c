@@ -119,6 +119,7 @@ static void attn_task(void *a_, int task, int tid) {
     int tb = task / kvh, h = task % kvh;
     int t0 = tb * ATT_TB, nt = a->q.t - t0 < ATT_TB ? a->q.t - t0 : ATT_TB;
     int nq = nt * grp; /* (token, head) pairs of this task */
+    unsigned csr = ni_ftz_begin(); /* e^{s−m} of far-off scores is subnormal */
     float *buf = ni_tmp(a->c, tid, (int64_t)hd * (2 + nq) + 2 * nq);
     float *kb = buf, *vb = kb + hd, *acc = vb + hd, *m = acc + (int64_t)nq * hd, *l = m + nq;
     for (int i = 0; i < nq; i++) {
@@ -161,6 +162,7 @@ static void attn_task(void *a_, int task, int tid) {
             float *o = ni_row(a->out, t0 + j, h * grp + g), inv = l[i] > 0 ? 1.0f / l[i] : 0;
             for (int d = 0; d < hd; d++) o[d] = acc[(int64_t)i * hd + d] * inv;
         }
+    ni_ftz_end(csr);
 }
 
 /* Split-KV decode: for few query tokens and a long context, task
@@ -183,6 +185,7 @@ static void split_task(void *p_, int task, int tid) {
     int kvh = a->kv.kvh, hd = a->kv.hd, nh = a->q.h, grp = nh / kvh, T = a->q.t;
     int sp = task / kvh, h = task % kvh;
     int32_t s0 = sp * sa->len, s1 = s0 + sa->len;
+    unsigned csr = ni_ftz_begin();
     float *buf = ni_tmp(a->c, tid, 2 * (int64_t)hd);
     float *kb = buf, *vb = buf + hd;
     for (int t = 0; t < T; t++)
@@ -220,6 +223,7 @@ static void split_task(void *p_, int task, int tid) {
             }
         }
     }
+    ni_ftz_end(csr);
 }
 
 static void merge_task(void *p_, int task, int tid) {

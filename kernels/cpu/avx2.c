@@ -461,16 +461,16 @@ AVX2 static inline __attribute__((always_inline)) void q8_groups_nt(const int bi
 AVX2 static inline __attribute__((always_inline)) void q8_rows_avx2(const int NR, const uint8_t *base,
                                                                 const uint8_t *scales, ni_row_block rb,
                                                                 int64_t ngroups, const int8_t *xq, const float *xe,
-                                                                int64_t pf, float *out) {
-    const uint8_t *pb = base + pf * rb.base, *ps = scales + pf * rb.scales;
+                                                                ni_pf pf, float *out) {
+    const uint8_t *pb = base + pf.rows * rb.base, *ps = scales + pf.rows * rb.scales;
     __m256 acc0[NI_Q8R2_ROWS], acc1[NI_Q8R2_ROWS];
     for (int r = 0; r < NR; r++) acc0[r] = acc1[r] = _mm256_setzero_ps();
 #define NI_Q8R2_STEP(G, ACC)                                                                                          \
     {                                                                                                                 \
         const int64_t g = (G);                                                                                        \
-        if (pf) {                                                                                                     \
-            ni_prefetch_range(pb, NR * 32 * g, NR * 32 * (g + 1));                                                    \
-            ni_prefetch_range(ps, NR * 2 * g, NR * 2 * (g + 1));                                                      \
+        if (pf.rows) {                                                                                                     \
+            ni_prefetch_range(pb, NR * 32 * g, NR * 32 * (g + 1), pf.l2);                                                    \
+            ni_prefetch_range(ps, NR * 2 * g, NR * 2 * (g + 1), pf.l2);                                                      \
         }                                                                                                             \
         const __m256i xv = _mm256_loadu_si256((const __m256i *)(xq + 32 * g));                                        \
         const __m256 ev = _mm256_loadu_ps(xe + 8 * g);                                                                \
@@ -491,7 +491,7 @@ AVX2 static inline __attribute__((always_inline)) void q8_rows_avx2(const int NR
 }
 
 AVX2 void ni_q8_rows_avx2(const uint8_t *base, const uint8_t *scales, ni_row_block rb, int64_t ngroups,
-                          const int8_t *xq, const float *xe, int64_t pf, float *out) {
+                          const int8_t *xq, const float *xe, ni_pf pf, float *out) {
     for (int r0 = 0; r0 < rb.n; r0 += NI_Q8R2_ROWS) {
         const uint8_t *b = base + r0 * rb.base, *s = scales + r0 * rb.scales;
         switch (rb.n - r0 < NI_Q8R2_ROWS ? rb.n - r0 : NI_Q8R2_ROWS) {
@@ -979,11 +979,11 @@ AVX512VNNIVBMIP static inline __attribute__((always_inline)) void q8p_vnni_vbmi_
 #define NI_Q8PR_ROWS 4
 AVX512VNNIVBMIP static inline __attribute__((always_inline)) void q8pr_vnni_vbmi(
     const int bits, const int NR, const uint8_t *base, const uint8_t *high, const uint8_t *scales, ni_row_block rb,
-    int64_t ngroups, const int8_t *xq, const int32_t *xo, const float *xe, int64_t pf, float *out) {
+    int64_t ngroups, const int8_t *xq, const int32_t *xo, const float *xe, ni_pf pf, float *out) {
     const int64_t hb = bits == 5 ? 8 : bits == 6 ? 16 : 0;
     const __m256i m4y = _mm256_set1_epi8(0x0f);
     const __m512i sg = _mm512_set1_epi8((char)(1 << (bits - 1)));
-    const uint8_t *pb = base + pf * rb.base, *ph = high + pf * rb.high, *ps = scales + pf * rb.scales;
+    const uint8_t *pb = base + pf.rows * rb.base, *ph = high + pf.rows * rb.high, *ps = scales + pf.rows * rb.scales;
     __m512 acc0[NI_Q8PR_ROWS], acc1[NI_Q8PR_ROWS]; /* even and odd groups, as q8p_vnni_vbmi_nt */
     float swf[NI_Q8PR_ROWS][16];                   /* the rows' scales of 16 groups (fp16 → fp32 is exact) */
     for (int r = 0; r < NR; r++) acc0[r] = acc1[r] = _mm512_setzero_ps();
@@ -993,10 +993,10 @@ AVX512VNNIVBMIP static inline __attribute__((always_inline)) void q8pr_vnni_vbmi
 #define NI_Q8PR_STEP(G, ACC)                                                                                          \
     {                                                                                                                 \
         const int64_t g = (G);                                                                                        \
-        if (pf) {                                                                                                     \
-            ni_prefetch_range(pb, NR * 32 * g, NR * 32 * (g + 1));                                                    \
-            if (hb) ni_prefetch_range(ph, NR * hb * g, NR * hb * (g + 1));                                            \
-            ni_prefetch_range(ps, NR * 2 * g, NR * 2 * (g + 1));                                                      \
+        if (pf.rows) {                                                                                                     \
+            ni_prefetch_range(pb, NR * 32 * g, NR * 32 * (g + 1), pf.l2);                                                    \
+            if (hb) ni_prefetch_range(ph, NR * hb * g, NR * hb * (g + 1), pf.l2);                                            \
+            ni_prefetch_range(ps, NR * 2 * g, NR * 2 * (g + 1), pf.l2);                                                      \
         }                                                                                                             \
         if (!(g & 15)) {                                                                                              \
             const __mmask16 sm = (__mmask16)(ngroups - g >= 16 ? 0xffff : (1u << (ngroups - g)) - 1);                 \
@@ -1039,7 +1039,7 @@ AVX512VNNIVBMIP static inline __attribute__((always_inline)) void q8pr_vnni_vbmi
 
 AVX512VNNIVBMIP void ni_q8p_rows_vnni_vbmi(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
                                            ni_row_block rb, int64_t ngroups, const int8_t *xq, const int32_t *xo,
-                                           const float *xe, int64_t pf, float *out) {
+                                           const float *xe, ni_pf pf, float *out) {
     for (int r0 = 0; r0 < rb.n; r0 += NI_Q8PR_ROWS) {
         const int nr = rb.n - r0 < NI_Q8PR_ROWS ? rb.n - r0 : NI_Q8PR_ROWS;
         switch (bits) {

@@ -390,16 +390,16 @@ AVX512 void ni_dot_groups_multi_avx512(int bits, const uint8_t *base, const uint
  * same scheme). */
 #define NI_DGR_ROWS 4
 AVX512 INLINE void dot_q8_rows(const int NR, const uint8_t *base, const uint8_t *scales, ni_row_block rb,
-                               int64_t ngroups, const float *x, int64_t pf, float *out) {
-    const uint8_t *pb = base + pf * rb.base, *ps = scales + pf * rb.scales;
+                               int64_t ngroups, const float *x, ni_pf pf, float *out) {
+    const uint8_t *pb = base + pf.rows * rb.base, *ps = scales + pf.rows * rb.scales;
     __m512 acc0[NI_DGR_ROWS], acc1[NI_DGR_ROWS], sc16[NI_DGR_ROWS];
     for (int r = 0; r < NR; r++) acc0[r] = acc1[r] = _mm512_setzero_ps();
 #define NI_DGR_STEP(G, I, ACC)                                                                                        \
     {                                                                                                                 \
         const int64_t g = (G);                                                                                        \
-        if (pf) {                                                                                                     \
-            ni_prefetch_range(pb, NR * 32 * g, NR * 32 * (g + 1));                                                    \
-            ni_prefetch_range(ps, NR * 2 * g, NR * 2 * (g + 1));                                                      \
+        if (pf.rows) {                                                                                                     \
+            ni_prefetch_range(pb, NR * 32 * g, NR * 32 * (g + 1), pf.l2);                                                    \
+            ni_prefetch_range(ps, NR * 2 * g, NR * 2 * (g + 1), pf.l2);                                                      \
         }                                                                                                             \
         const __m512 x0 = _mm512_loadu_ps(x + 32 * g), x1 = _mm512_loadu_ps(x + 32 * g + 16);                       \
         for (int r = 0; r < NR; r++) {                                                                                \
@@ -424,7 +424,7 @@ AVX512 INLINE void dot_q8_rows(const int NR, const uint8_t *base, const uint8_t 
 }
 
 AVX512 void ni_dot_q8_rows_avx512(const uint8_t *base, const uint8_t *scales, ni_row_block rb, int64_t ngroups,
-                                  const float *x, int64_t pf, float *out) {
+                                  const float *x, ni_pf pf, float *out) {
     for (int r0 = 0; r0 < rb.n; r0 += NI_DGR_ROWS) {
         const uint8_t *b = base + r0 * rb.base, *s = scales + r0 * rb.scales;
         switch (rb.n - r0 < NI_DGR_ROWS ? rb.n - r0 : NI_DGR_ROWS) {

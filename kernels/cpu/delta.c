@@ -2,7 +2,9 @@
  * slots) and chunked WY form (prefill). One task per value head; the state
  * is copied to per-thread scratch first so input and output slots may
  * differ (a recurrent step whose output slot is its input slot updates the
- * head in place). */
+ * head in place). Both forms flush subnormals to zero (ni_ftz_begin): the
+ * decays e^Γ push state and coefficients into the subnormal range, where
+ * every FMA takes a microcode assist on Intel CPUs. */
 #include "ni_cpu.h"
 
 typedef struct {
@@ -16,6 +18,7 @@ typedef struct {
 
 static void gdn_rec_task(void *a_, int j, int tid) {
     gdn_args *a = (gdn_args *)a_;
+    unsigned csr = ni_ftz_begin();
     int isa = a->c->isa;
     int dk = a->k.d, dv = a->v.d, kh = j / (a->v.h / a->k.h);
     int64_t hsz = (int64_t)dk * dv;
@@ -37,6 +40,7 @@ static void gdn_rec_task(void *a_, int j, int tid) {
     }
     if (a->out_slot != NI_PER_TOKEN && !inplace)
         memcpy(a->state + a->slot_stride * a->out_slot + j * hsz, S, (size_t)hsz * 4);
+    ni_ftz_end(csr);
 }
 
 void ni_gdn_recurrent(ni_ctx *c, ni_rows q, ni_rows k, ni_rows v, ni_rows g, ni_rows beta, float *state,
@@ -45,25 +49,38 @@ void ni_gdn_recurrent(ni_ctx *c, ni_rows q, ni_rows k, ni_rows v, ni_rows g, ni_
     ni_parallel(c, v.h, gdn_rec_task, &a, (int64_t)(v.t + 1) * v.h * k.d * v.d * 4);
 }
 
+/* One head's chunks. The products run as register-tiled matrix products
+ * (matprod.c): Q Kᵀ and K Kᵀ, V' = U − W S, O = (Q ⊙ e^Γ) S + QK V' and the
+ * state update; the forward substitution keeps its row recurrence (each row
+ * held in registers across its axpys). */
 static void gdn_chunk_task(void *a_, int j, int tid) {
     gdn_args *a = (gdn_args *)a_;
+    unsigned csr = ni_ftz_begin();
     int isa = a->c->isa;
     const int C = NI_GDN_CHUNK;
     int dk = a->k.d, dv = a->v.d, kh = j / (a->v.h / a->k.h);
     int64_t hsz = (int64_t)dk * dv;
     int cw = dk > C ? dk : C; /* coefficient rows for ni_axpy_rows */
-    float *S = ni_tmp(a->c, tid, hsz + (int64_t)C * (3 * C + 2 * dv + dk + 4) + 2 * cw);
+    int64_t np = ni_matprod_pack_floats(C, dk);
+    if (ni_matprod_pack_floats(dv, dk) > np) np = ni_matprod_pack_floats(dv, dk);
+    if (ni_matprod_pack_floats(dv, C) > np) np = ni_matprod_pack_floats(dv, C);
+    np = (np + 15) & ~(int64_t)15;
+    float *P = ni_tmp(a->c, tid, np + hsz + (int64_t)C * (2 * C + 2 * dv + 3 * dk + 3) + cw);
+    float *S = P + np;      /* packed op(B) first: 64-byte aligned */
     float *A = S + hsz;     /* [C][C] strictly lower (β K Kᵀ) ⊙ D */
-    float *QK = A + C * C;  /* [C][C] (Q Kᵀ) ⊙ D, i ≥ j */
+    float *QK = A + C * C;  /* [C][C] (Q Kᵀ) ⊙ D, i ≥ j, 0 above */
     float *U = QK + C * C;  /* [C][dv] */
     float *W = U + C * dv;  /* [C][dk] */
     float *VP = W + C * dk; /* [C][dv] */
-    float *G = VP + C * dv; /* Γ */
+    float *QE = VP + C * dv;         /* [C][dk] Q ⊙ e^Γ */
+    float *KD = QE + (int64_t)C * dk; /* [dk][C] (K ⊙ e^{Γ_n − Γ})ᵀ */
+    float *G = KD + (int64_t)C * dk; /* Γ */
     float *B = G + C;
     float *EG = B + C;
-    float *cf = EG + C, *cf2 = cf + cw; /* per-row coefficients (the order of the axpys they replace) */
+    float *cf = EG + C; /* per-row coefficients (the order of the axpys they replace) */
     memcpy(S, a->state + a->slot_stride * a->in_slot + j * hsz, (size_t)hsz * 4);
     int T = a->v.t;
+    int64_t ldq = a->q.ld, ldk = a->k.ld, ldo = a->o.ld;
     for (int t0 = 0; t0 < T; t0 += C) {
         int n = T - t0 < C ? T - t0 : C;
         float acc = 0;
@@ -73,14 +90,19 @@ static void gdn_chunk_task(void *a_, int j, int tid) {
             EG[i] = expf(acc);
             B[i] = ni_row(a->beta, t0 + i, j)[0];
         }
+        const float *Qc = ni_row(a->q, t0, kh), *Kc = ni_row(a->k, t0, kh);
+        float *Oc = ni_row(a->o, t0, j);
+        /* Q Kᵀ and K Kᵀ (lower triangles), then ⊙ D (and β for A) */
+        ni_matprod_pack(n, dk, Kc, ldk, 1, P);
+        ni_matprod(isa, n, n, dk, Qc, ldq, P, QK, C, 0, NI_MP_LOWER_OUT);
+        ni_matprod(isa, n, n, dk, Kc, ldk, P, A, C, 0, NI_MP_LOWER_OUT);
         for (int i = 0; i < n; i++) {
-            const float *ki = ni_row(a->k, t0 + i, kh), *qi = ni_row(a->q, t0 + i, kh);
             for (int s = 0; s <= i; s++) {
-                const float *ks = ni_row(a->k, t0 + s, kh);
                 float dec = expf(G[i] - G[s]);
-                QK[i * C + s] = ni_dot(isa, qi, ks, dk) * dec;
-                if (s < i) A[i * C + s] = B[i] * ni_dot(isa, ki, ks, dk) * dec;
+                QK[i * C + s] *= dec;
+                if (s < i) A[i * C + s] = B[i] * A[i * C + s] * dec;
             }
+            for (int s = i + 1; s < n; s++) QK[i * C + s] = 0;
         }
         /* forward substitution: U = L⁻¹ βV, W = L⁻¹ (βK ⊙ e^Γ) */
         for (int i = 0; i < n; i++) {
@@ -93,29 +115,29 @@ static void gdn_chunk_task(void *a_, int j, int tid) {
             ni_axpy_rows(isa, cf, i, W, dk, wi, dk);
         }
         /* V' = U − W S; O = (Q ⊙ e^Γ) S + QK V' */
+        for (int64_t x = 0; x < (int64_t)n * dk; x++) W[x] = -W[x];
         for (int i = 0; i < n; i++) {
-            float *vp = VP + (int64_t)i * dv, *o = ni_row(a->o, t0 + i, j);
-            const float *wi = W + (int64_t)i * dk, *qi = ni_row(a->q, t0 + i, kh);
-            memcpy(vp, U + (int64_t)i * dv, (size_t)dv * 4);
-            memset(o, 0, (size_t)dv * 4);
-            for (int r = 0; r < dk; r++) cf[r] = -wi[r], cf2[r] = qi[r] * EG[i];
-            ni_axpy_rows(isa, cf, dk, S, dv, vp, dv);
-            ni_axpy_rows(isa, cf2, dk, S, dv, o, dv);
+            const float *qi = ni_row(a->q, t0 + i, kh);
+            for (int r = 0; r < dk; r++) QE[(int64_t)i * dk + r] = qi[r] * EG[i];
         }
-        for (int i = 0; i < n; i++) {
-            float *o = ni_row(a->o, t0 + i, j);
-            ni_axpy_rows(isa, QK + i * C, i + 1, VP, dv, o, dv);
-        }
+        ni_matprod_pack(dv, dk, S, dv, 0, P);
+        memcpy(VP, U, (size_t)n * dv * 4);
+        ni_matprod(isa, n, dv, dk, W, dk, P, VP, dv, 1, 0);
+        ni_matprod(isa, n, dv, dk, QE, dk, P, Oc, ldo, 0, 0);
+        ni_matprod_pack(dv, n, VP, dv, 0, P);
+        ni_matprod(isa, n, dv, n, QK, C, P, Oc, ldo, 1, NI_MP_LOWER_K);
         /* S ← e^{Γ_n} S + (K ⊙ e^{Γ_n − Γ})ᵀ V' */
         float gl = G[n - 1];
-        for (int r = 0; r < dk; r++) ni_scal(isa, expf(gl), S + (int64_t)r * dv, dv);
-        for (int i = 0; i < n; i++) cf2[i] = expf(gl - G[i]);
-        for (int r = 0; r < dk; r++) { /* row r over the chunk's tokens in order */
-            for (int i = 0; i < n; i++) cf[i] = ni_row(a->k, t0 + i, kh)[r] * cf2[i];
-            ni_axpy_rows(isa, cf, n, VP, dv, S + (int64_t)r * dv, dv);
+        ni_scal(isa, expf(gl), S, hsz);
+        for (int i = 0; i < n; i++) {
+            const float *ki = ni_row(a->k, t0 + i, kh);
+            float e = expf(gl - G[i]);
+            for (int r = 0; r < dk; r++) KD[(int64_t)r * C + i] = ki[r] * e;
         }
+        ni_matprod(isa, dk, dv, n, KD, C, P, S, dv, 1, 0);
     }
     memcpy(a->state + a->slot_stride * a->out_slot + j * hsz, S, (size_t)hsz * 4);
+    ni_ftz_end(csr);
 }
 
 void ni_gdn_chunked(ni_ctx *c, ni_rows q, ni_rows k, ni_rows v, ni_rows g, ni_rows beta, float *state,

@@ -235,20 +235,31 @@ void ni_q8p_groups_multi_vnni_vbmi(int bits, const uint8_t *base, const uint8_t 
  * bytes past p: the multi-row GEMVs call it with consecutive ranges (the
  * bytes of each plane one pass consumes, offset to the rows pf further on),
  * so every line of those rows is fetched once, in order, ahead of use. */
-static inline __attribute__((always_inline)) void ni_prefetch_range(const uint8_t *p, int64_t from, int64_t to) {
-    for (int64_t o = (from + 63) & ~(int64_t)63; o < to; o += 64) _mm_prefetch((const char *)(p + o), _MM_HINT_T0);
+static inline __attribute__((always_inline)) void ni_prefetch_range(const uint8_t *p, int64_t from, int64_t to,
+                                                                    int l2) {
+    for (int64_t o = (from + 63) & ~(int64_t)63; o < to; o += 64) {
+        if (l2) _mm_prefetch((const char *)(p + o), _MM_HINT_T1);
+        else _mm_prefetch((const char *)(p + o), _MM_HINT_T0);
+    }
 }
+
+/* A multi-row GEMV's prefetch: the rows `rows` further on (0: none), into
+ * L2 only (l2: PREFETCHT1) or into L1 (PREFETCHT0); weights.c mm_pf. */
+typedef struct {
+    int64_t rows;
+    int l2;
+} ni_pf;
 
 /* rb.n q8 rows of ni_q8_groups_multi_avx2(8, …) at one token (nt = 1),
  * each row's value bit-identical to it, 4 rows per pass, the rows pf rows
  * further on prefetched: out[r]. */
 void ni_q8_rows_avx2(const uint8_t *base, const uint8_t *scales, ni_row_block rb, int64_t ngroups, const int8_t *xq,
-                     const float *xe, int64_t pf, float *out);
+                     const float *xe, ni_pf pf, float *out);
 /* rb.n q8 rows of ni_dot_groups_multi_avx512 (fp32 token x, nt = 1), each
  * row's value bit-identical to it, 4 rows per pass with the rows pf rows
  * further on prefetched (ni_q8p_rows_vnni_vbmi's scheme): out[r]. */
 void ni_dot_q8_rows_avx512(const uint8_t *base, const uint8_t *scales, ni_row_block rb, int64_t ngroups,
-                           const float *x, int64_t pf, float *out);
+                           const float *x, ni_pf pf, float *out);
 /* rb.n rows of ni_q8p_groups_multi_vnni_vbmi (q4: of
  * ni_q8p_groups_multi_vnni, the same for q4) at one token (nt = 1), each
  * row's value bit-identical to it (needs AVX512_VBMI for every format): up
@@ -257,7 +268,7 @@ void ni_dot_q8_rows_avx512(const uint8_t *base, const uint8_t *scales, ni_row_bl
  * prefetched as the planes are consumed. out[r·NI_MT_TOKENS]. */
 void ni_q8p_rows_vnni_vbmi(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
                            ni_row_block rb, int64_t ngroups, const int8_t *xq, const int32_t *xo, const float *xe,
-                           int64_t pf, float *out);
+                           ni_pf pf, float *out);
 void ni_q8_groups_multi_vnni(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
                              int64_t ngroups, const int8_t *xq, int64_t ldq, const float *xe, int64_t lde, int nt,
                              float *out);
@@ -305,6 +316,36 @@ int ni_gemm_ks(int64_t k);
  * ni_gemm_6x16_avx2 computes it. */
 void ni_gemm_6x32_avx512(const float *x, int64_t ldx, const float *wp0, const float *wp1, int64_t kc, int ks,
                          float *c, int64_t ldc, int mr, int nr, int acc);
+
+/* Flush-to-zero for the calling thread until ni_ftz_end (MXCSR FTZ | DAZ:
+ * subnormal fp32 inputs read as 0, subnormal results written as 0): ops
+ * whose values decay into the subnormal range (the GDN decays, softmax
+ * weights) run their tasks this way, since each subnormal operand or result
+ * costs an FMA a microcode assist on Intel CPUs (GDN prefill at 45 % of
+ * pp512 on a Xeon, 2026-12-07). The error is below 2⁻¹²⁶ absolute per
+ * operation. Restores the caller's mode: nothing outside the task sees it. */
+static inline unsigned ni_ftz_begin(void) {
+    unsigned csr = _mm_getcsr();
+    _mm_setcsr(csr | 0x8040);
+    return csr;
+}
+static inline void ni_ftz_end(unsigned csr) { _mm_setcsr(csr); }
+
+/* Small dense products (matprod.c): C[m,n] = (acc ? C : 0) + A[m,k]·op(B),
+ * op(B) = B[k,n] (row stride ldb) or, with bt, Bᵀ for B[n,k]. op(B) is
+ * packed first into ni_matprod_pack_floats(n, k) floats (32-byte aligned),
+ * 16-column panels [k][16], zero-padded; one pack serves any number of
+ * products. Flags: NI_MP_LOWER_K — A is lower triangular beyond its
+ * diagonal tile: row tile [i0, i0 + 6) sums only k < i0 + 6;
+ * NI_MP_LOWER_OUT — only outputs j ≤ i are wanted (those above the diagonal
+ * are unspecified). Every output is one sum of its k terms (FMA sub-blocks
+ * of ni_gemm_ks(k) added in order), added to C when acc. */
+#define NI_MP_LOWER_K 1
+#define NI_MP_LOWER_OUT 2
+int64_t ni_matprod_pack_floats(int n, int k);
+void ni_matprod_pack(int n, int k, const float *B, int64_t ldb, int bt, float *pack);
+void ni_matprod(int isa, int m, int n, int k, const float *A, int64_t lda, const float *pack, float *C, int64_t ldc,
+                int acc, int flags);
 
 static inline float ni_bf16(uint16_t h) {
     uint32_t u = (uint32_t)h << 16;

@@ -267,6 +267,7 @@ typedef struct {
                         bits, q4 on a CPU with AVX512_VBMI) */
     int pf_rows;     /* GEMVs at T = 1 that take several rows per pass (int8 q4–q6 on VNNI+VBMI, fp32 q8 at
                         AVX-512, int8 q8 at AVX2): prefetch distance in rows; -1 = one row at a time (gemv_rows) */
+    int pf_l2;       /* their prefetches fill L2 only (PREFETCHT1), else L1 too (prefetch_l2) */
     const int32_t *xo; /* permuted VNNI route: token t's group offset lanes at xo + t·(kpad/4) (ni_q8p_offsets_vnni);
                           the int8 prefill GEMM: token t's group offsets at xo + t·(kpad/group) */
     ni_q8_gemm_fn gq8; /* T > NI_SMALL_T on int8 activations: the int8 GEMM kernel on packed panels
@@ -275,8 +276,9 @@ typedef struct {
 
 /* The prefetch distance for a multi-row pass over rows n … n + nr − 1: the
  * rows pf_rows further on when they are inside the weight, else 0 (none). */
-static inline int64_t mm_pf(const mm_args *a, int64_t n, int nr) {
-    return n + nr + a->pf_rows <= a->w->n ? a->pf_rows : 0;
+static inline ni_pf mm_pf(const mm_args *a, int64_t n, int nr) {
+    ni_pf pf = {n + nr + a->pf_rows <= a->w->n ? a->pf_rows : 0, a->pf_l2};
+    return pf;
 }
 
 static inline void mm_store(const mm_args *a, int64_t t, int64_t n, float v) {
@@ -993,6 +995,20 @@ static int gemv_rows(void) {
     return v > 0 ? v : 0;
 }
 
+/* Whether the multi-row GEMVs prefetch into L2 only (PREFETCHT1) rather
+ * than into L1 (PREFETCHT0): on Intel CPUs, where a 2-core Xeon (AVX-512,
+ * 2026-12-07) streamed q8 decode 11 % faster with T1 (more misses in flight
+ * than L1's fill buffers allow); T0 elsewhere (measured on Zen 4/5; Zen 4's
+ * T1/T2 hints are reported to be dropped at times). NINFER_CPU_PREFETCH=l1|l2
+ * forces one (comparison switch; results unchanged). */
+static int prefetch_l2(void) {
+    const char *e = getenv("NINFER_CPU_PREFETCH");
+    if (e && strcmp(e, "l2") == 0) return 1;
+    if (e && strcmp(e, "l1") == 0) return 0;
+    __builtin_cpu_init();
+    return __builtin_cpu_is("intel") != 0;
+}
+
 /* The int8 route's per-token arrays (expanded scales, codes, offset lanes)
  * have token rows kpad bytes apart, a multiple of 2 KiB at the usual K, so
  * at a common 4 KiB phase every token row of all three would fall on the
@@ -1017,6 +1033,7 @@ void ni_matmul_act(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accu
     if (per < MM_TILE) per = MM_TILE;
     mm_args a = {c, w, x, y, accumulate, (int)per, 0};
     a.pf_rows = x.t == 1 ? gemv_rows() : -1;
+    a.pf_l2 = a.pf_rows > 0 && prefetch_l2();
     ni_q8_gemm_fn gq8 = act == NI_ACT_Q8 && w->bits && x.t > NI_SMALL_T ? q8_gemm_kernel(c->isa, (int)w->bits) : NULL;
     if (gq8) {
         /* every token row quantized once (blocks of the weight group), its

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/ninfer/ninfer/internal/numtest"
@@ -192,12 +193,33 @@ func TestDeltaRecurrentInPlaceSlot(t *testing.T) {
 	}
 }
 
+// ftzSlack is the absolute error that flushing subnormals to zero may add
+// to a delta-rule output or state element (the CPU kernels run with FTZ and
+// DAZ, kernels/cpu ni_ftz_begin): below 2⁻¹²⁶ per operation, at most
+// T·(dk + dv + 2·chunk) operations on a value's path, each scaled by a
+// coefficient of magnitude ≤ 16 — far below the fp32 rounding bounds.
+func ftzSlack(c gdnCase, chunk int, bound []float64) []float64 {
+	abs := 0x1p-126 * float64(c.T*(c.dk+c.dv+2*chunk)) * 16
+	out := make([]float64, len(bound))
+	for i := range bound {
+		out[i] = bound[i] + abs
+	}
+	return out
+}
+
 func TestDeltaChunkedMatchesOracleAndRecurrent(t *testing.T) {
 	streams := numtest.NewSource(t)
 	for _, b := range backends(t) {
 		r := streams.Stream(b.Name()) // one stream per backend: inputs independent of the others
-		for _, T := range []int{1, 63, 64, 65, 130} {
+		for _, tc := range []struct {
+			T     int
+			decay float32 // g scale: 7 draws g ∈ [−3.5, 0], whose decays within a chunk pass through the subnormal range
+		}{{1, 1}, {63, 1}, {64, 1}, {65, 1}, {130, 1}, {64, 7}, {130, 7}} {
+			T := tc.T
 			c := newGDNCase(r, T, 2, 4, 16, 24)
+			for i := range c.g {
+				c.g[i] *= tc.decay
+			}
 			ssz, slots, in, out := c.nv*c.dk*c.dv, 3, 1, 2
 			st := make([]float32, slots*ssz)
 			copy(st[in*ssz:], randn(r, ssz, 0.3))
@@ -206,16 +228,17 @@ func TestDeltaChunkedMatchesOracleAndRecurrent(t *testing.T) {
 			orr, sr := c.run(t, b, false, st, slots, in, out)
 			wo, wst, bro, brst := c.refBounded(st[in*ssz : (in+1)*ssz])
 			_, bco, _, bcst := c.refChunkedBounded(st[in*ssz:(in+1)*ssz], GDNChunkForTest)
-			name := fmt.Sprintf("%s/T=%d", b.Name(), T)
+			name := fmt.Sprintf("%s/T=%d/decay=%g", b.Name(), T, tc.decay)
+			ftz := func(bound []float64) []float64 { return ftzSlack(c, GDNChunkForTest, bound) }
 			// The independent recurrent oracle is the reference; the chunked
 			// form's own derived bound applies (plus FP64 slack between the
-			// two exact forms).
-			numtest.CheckBound(t, name+"/chunked_o", oc, wo, plusSlack(bco, wo))
-			numtest.CheckBound(t, name+"/chunked_state", sc[out*ssz:(out+1)*ssz], wst[T-1], plusSlack(bcst, wst[T-1]))
+			// two exact forms, and the flush of subnormals).
+			numtest.CheckBound(t, name+"/chunked_o", oc, wo, ftz(plusSlack(bco, wo)))
+			numtest.CheckBound(t, name+"/chunked_state", sc[out*ssz:(out+1)*ssz], wst[T-1], ftz(plusSlack(bcst, wst[T-1])))
 			check(t, name+"/other_slots_untouched", sc[:out*ssz], f64(st[:out*ssz]), tolExact)
 			// Both forms against each other: within the sum of their bounds.
-			numtest.CheckBound(t, name+"/forms_agree_o", oc, f64(orr), addBounds(bco, bro[:len(bco)]))
-			numtest.CheckBound(t, name+"/forms_agree_state", sc[out*ssz:(out+1)*ssz], f64(sr[out*ssz:(out+1)*ssz]), addBounds(bcst, brst[T-1]))
+			numtest.CheckBound(t, name+"/forms_agree_o", oc, f64(orr), ftz(ftz(addBounds(bco, bro[:len(bco)]))))
+			numtest.CheckBound(t, name+"/forms_agree_state", sc[out*ssz:(out+1)*ssz], f64(sr[out*ssz:(out+1)*ssz]), ftz(ftz(addBounds(bcst, brst[T-1]))))
 		}
 	}
 }
@@ -230,12 +253,16 @@ func TestDeltaChunkedMatchesOracleAndRecurrent(t *testing.T) {
 //	z = a·b:                  e_z = |a|e_b + |b|e_a + u|z|
 //	z = expf(a):              e_z = z·(e_a + 2⁻²²)                 (2 ulp)
 //	y += α·x (axpy, no FMA):  e_y += |α|e_x + |x|e_α + 2u(|y| + |αx|)
+//	y = y₀ + Σ αᵢxᵢ (a matrix product's element, m terms, any order):
+//	                          e_y = e_y₀ + Σ(|αᵢ|e_xᵢ + |xᵢ|e_αᵢ) + γ_(m+2)·(|y₀| + Σ|αᵢxᵢ|)
 //
 // applied to each step: cumulative log-decays Γ, the decays e^(Γᵢ−Γₛ), the
 // masked (Q Kᵀ) and β(K Kᵀ) products, the forward substitutions U = L⁻¹βV and
-// W = L⁻¹(βK ⊙ e^Γ), V' = U − W S, O = (Q ⊙ e^Γ) S + QK V', and the state
-// update S ← e^(Γₙ) S + (K ⊙ e^(Γₙ−Γ))ᵀ V'. It returns the outputs and the
-// final state with their bounds.
+// W = L⁻¹(βK ⊙ e^Γ) (row recurrences of axpys), and the matrix products
+// V' = U − W S, O = (Q ⊙ e^Γ) S + QK V' (one sum of dk + n terms: the kernels
+// may add zero terms above the diagonal) and the state update
+// S ← e^(Γₙ) S + (K ⊙ e^(Γₙ−Γ))ᵀ V'. It returns the outputs and the final
+// state with their bounds.
 func (c gdnCase) refChunkedBounded(s0 []float32, chunk int) (o, oBound, state, stateBound []float64) {
 	const u = 0x1p-24
 	const uexp = 0x1p-22
@@ -259,6 +286,25 @@ func (c gdnCase) refChunkedBounded(s0 []float32, chunk int) (o, oBound, state, s
 			ax := alpha * x[d]
 			ey[d] += abs(alpha)*ex[d] + abs(x[d])*ealpha + 2*u*(abs(y[d])+abs(ax))
 			y[d] += ax
+		}
+	}
+	// prodTerm is one term αx of a matrix product's output row, with bounds
+	type prodTerm struct {
+		alpha, ealpha float64
+		x, ex         []float64
+	}
+	// prod sets y = y + Σ terms (y, ey hold y₀ and its bound on entry),
+	// evaluated as one sum of m terms in any order
+	prod := func(y, ey []float64, m int, terms []prodTerm) {
+		g := gamma(m + 2)
+		for d := range y {
+			sum, mag, prop := y[d], abs(y[d]), ey[d]
+			for _, t := range terms {
+				p := t.alpha * t.x[d]
+				sum, mag = sum+p, mag+abs(p)
+				prop += abs(t.alpha)*t.ex[d] + abs(t.x[d])*t.ealpha
+			}
+			y[d], ey[d] = sum, prop+g*mag
 		}
 	}
 	for j := 0; j < c.nv; j++ {
@@ -316,22 +362,28 @@ func (c gdnCase) refChunkedBounded(s0 []float32, chunk int) (o, oBound, state, s
 				}
 			}
 			VP, EVP := make([][]float64, n), make([][]float64, n)
+			ws := make([]prodTerm, 0, dk+n) // the terms of one output row
 			for i := 0; i < n; i++ {
 				VP[i], EVP[i] = append([]float64(nil), U[i]...), append([]float64(nil), EU[i]...)
-				ot, eot := o[((t0+i)*c.nv+j)*dv:][:dv], oBound[((t0+i)*c.nv+j)*dv:][:dv]
-				q := qrow(t0 + i)
+				ws = ws[:0]
 				for r := 0; r < dk; r++ {
-					axpy(VP[i], EVP[i], -W[i][r], EW[i][r], S[r*dv:][:dv], ES[r*dv:][:dv])
-					cq := float64(q[r]) * EG[i]
-					ecq := abs(float64(q[r]))*EEG[i] + u*abs(cq)
-					axpy(ot, eot, cq, ecq, S[r*dv:][:dv], ES[r*dv:][:dv])
+					ws = append(ws, prodTerm{-W[i][r], EW[i][r], S[r*dv:][:dv], ES[r*dv:][:dv]})
 				}
+				prod(VP[i], EVP[i], dk, ws)
 			}
 			for i := 0; i < n; i++ {
 				ot, eot := o[((t0+i)*c.nv+j)*dv:][:dv], oBound[((t0+i)*c.nv+j)*dv:][:dv]
-				for s := 0; s <= i; s++ {
-					axpy(ot, eot, QK[i*n+s], EQK[i*n+s], VP[s], EVP[s])
+				q := qrow(t0 + i)
+				ws = ws[:0]
+				for r := 0; r < dk; r++ {
+					cq := float64(q[r]) * EG[i]
+					ecq := abs(float64(q[r]))*EEG[i] + u*abs(cq)
+					ws = append(ws, prodTerm{cq, ecq, S[r*dv:][:dv], ES[r*dv:][:dv]})
 				}
+				for s := 0; s <= i; s++ {
+					ws = append(ws, prodTerm{QK[i*n+s], EQK[i*n+s], VP[s], EVP[s]})
+				}
+				prod(ot, eot, dk+n, ws)
 			}
 			gl, egl := G[n-1], EGam[n-1]
 			eg := math.Exp(gl)
@@ -340,14 +392,17 @@ func (c gdnCase) refChunkedBounded(s0 []float32, chunk int) (o, oBound, state, s
 				ES[x] = eg*ES[x] + abs(S[x])*eeg + u*eg*abs(S[x])
 				S[x] *= eg
 			}
-			for i := 0; i < n; i++ {
-				e := math.Exp(gl - G[i])
-				ee := e * (egl + EGam[i] + u*abs(gl-G[i]) + uexp)
-				for r, kr := range krow(t0 + i) {
-					cr := float64(kr) * e
-					ecr := abs(float64(kr))*ee + u*abs(cr)
-					axpy(S[r*dv:][:dv], ES[r*dv:][:dv], cr, ecr, VP[i], EVP[i])
+			for r := 0; r < dk; r++ {
+				ws = ws[:0]
+				for i := 0; i < n; i++ {
+					e := math.Exp(gl - G[i])
+					ee := e * (egl + EGam[i] + u*abs(gl-G[i]) + uexp)
+					kr := float64(krow(t0 + i)[r])
+					cr := kr * e
+					ecr := abs(kr)*ee + u*abs(cr)
+					ws = append(ws, prodTerm{cr, ecr, VP[i], EVP[i]})
 				}
+				prod(S[r*dv:][:dv], ES[r*dv:][:dv], n, ws)
 			}
 		}
 	}
@@ -372,3 +427,30 @@ func addBounds(a, b []float64) []float64 {
 	}
 	return out
 }
+
+// TestDeltaFlushRestoresCallerMode: the delta-rule kernels flush subnormals
+// only inside their tasks; the calling thread (which runs tasks too) gets
+// its floating-point mode back, so Go code after the op still produces
+// subnormals.
+func TestDeltaFlushRestoresCallerMode(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	streams := numtest.NewSource(t)
+	for _, b := range backends(t) {
+		r := streams.Stream(b.Name())
+		c := newGDNCase(r, 65, 2, 4, 16, 24)
+		st := randn(r, c.nv*c.dk*c.dv, 0.3)
+		c.run(t, b, true, st, 1, 0, 0)
+		c.run(t, b, false, st, 1, 0, 0)
+		// compared as bits: under DAZ a subnormal compares equal to 0
+		if y := mulF32(0x1p-120, 0x1p-10); math.Float32bits(y) != math.Float32bits(0x1p-130) {
+			t.Fatalf("%s: after the delta-rule ops, 2⁻¹²⁰·2⁻¹⁰ = %g in Go on the calling thread, want 2⁻¹³⁰ (subnormal): the flush-to-zero mode leaked", b.Name(), y)
+		}
+	}
+}
+
+// mulF32 multiplies at run time (never constant-folded), under the calling
+// thread's floating-point mode.
+//
+//go:noinline
+func mulF32(a, b float32) float32 { return a * b }
