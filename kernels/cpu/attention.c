@@ -108,9 +108,14 @@ typedef struct {
     int bad, tblocks;
 } attn_args;
 
-/* Queries per task: a block of ATT_TB tokens shares every K/V vector it
- * reads (decoded once per block, not once per query). */
+/* Queries per task: a block of ATT_TB tokens × the kv head's query heads
+ * (nq rows) shares every K/V vector it reads. Keys go in blocks of ATT_KB,
+ * decoded once per task into fp32 rows, as register-tiled matrix products
+ * (matprod.c): S = Q Kᵀ for the block, then per query row the online
+ * softmax (running max m, sum l; the accumulator rescaled once per block
+ * when the max grows) and acc += P V. */
 #define ATT_TB 16
+#define ATT_KB 64
 
 static void attn_task(void *a_, int task, int tid) {
     attn_args *a = (attn_args *)a_;
@@ -118,10 +123,16 @@ static void attn_task(void *a_, int task, int tid) {
     int kvh = a->kv.kvh, hd = a->kv.hd, grp = a->q.h / kvh;
     int tb = task / kvh, h = task % kvh;
     int t0 = tb * ATT_TB, nt = a->q.t - t0 < ATT_TB ? a->q.t - t0 : ATT_TB;
-    int nq = nt * grp; /* (token, head) pairs of this task */
+    int nq = nt * grp; /* (token, head) pairs of this task: row i = j·grp + g */
     unsigned csr = ni_ftz_begin(); /* e^{s−m} of far-off scores is subnormal */
-    float *buf = ni_tmp(a->c, tid, (int64_t)hd * (2 + nq) + 2 * nq);
-    float *kb = buf, *vb = kb + hd, *acc = vb + hd, *m = acc + (int64_t)nq * hd, *l = m + nq;
+    int64_t np = ni_matprod_pack_floats(ATT_KB, hd);
+    if (ni_matprod_pack_floats(hd, ATT_KB) > np) np = ni_matprod_pack_floats(hd, ATT_KB);
+    np = (np + 15) & ~(int64_t)15;
+    float *P = ni_tmp(a->c, tid, np + (int64_t)hd * (2 * nq + 2 * ATT_KB) + (int64_t)nq * ATT_KB + 2 * nq);
+    float *qb = P + np, *acc = qb + (int64_t)nq * hd, *kb = acc + (int64_t)nq * hd, *vb = kb + (int64_t)ATT_KB * hd;
+    float *sb = vb + (int64_t)ATT_KB * hd, *m = sb + (int64_t)nq * ATT_KB, *l = m + nq;
+    for (int j = 0; j < nt; j++)
+        for (int g = 0; g < grp; g++) memcpy(qb + (int64_t)(j * grp + g) * hd, ni_row(a->q, t0 + j, h * grp + g), (size_t)hd * 4);
     for (int i = 0; i < nq; i++) {
         m[i] = -INFINITY;
         l[i] = 0;
@@ -130,31 +141,46 @@ static void attn_task(void *a_, int task, int tid) {
     int32_t last = -1;
     for (int j = 0; j < nt; j++)
         if (a->pos[t0 + j] > last) last = a->pos[t0 + j];
-    for (int32_t s = 0; s <= last; s++) {
-        int64_t vi = kv_slot(&a->kv, s, h);
-        if (vi < 0) {
-            __atomic_fetch_add(&a->bad, 1, __ATOMIC_RELAXED);
-            break;
-        }
-        load_vec(isa, a->kv.fmt, hd, a->kv.k, a->kv.ks, vi, kb);
-        load_vec(isa, a->kv.fmt, hd, a->kv.v, a->kv.vs, vi, vb);
-        for (int j = 0; j < nt; j++) {
-            if (s > a->pos[t0 + j]) continue; /* causal */
-            for (int g = 0; g < grp; g++) {
-                int i = j * grp + g;
-                float sc = a->scale * ni_dot(isa, ni_row(a->q, t0 + j, h * grp + g), kb, hd);
-                float *ai = acc + (int64_t)i * hd;
-                if (sc > m[i]) {
-                    float corr = expf(m[i] - sc);
-                    l[i] *= corr;
-                    ni_scal(isa, corr, ai, hd);
-                    m[i] = sc;
-                }
-                float p = expf(sc - m[i]);
-                l[i] += p;
-                ni_axpy(isa, p, vb, ai, hd);
+    int stop = 0;
+    for (int32_t s0 = 0; s0 <= last && !stop; s0 += ATT_KB) {
+        int nk = last + 1 - s0 < ATT_KB ? last + 1 - s0 : ATT_KB;
+        for (int s = 0; s < nk; s++) {
+            int64_t vi = kv_slot(&a->kv, s0 + s, h);
+            if (vi < 0) {
+                __atomic_fetch_add(&a->bad, 1, __ATOMIC_RELAXED);
+                nk = s, stop = 1;
+                break;
             }
+            load_vec(isa, a->kv.fmt, hd, a->kv.k, a->kv.ks, vi, kb + (int64_t)s * hd);
+            load_vec(isa, a->kv.fmt, hd, a->kv.v, a->kv.vs, vi, vb + (int64_t)s * hd);
         }
+        if (nk == 0) break;
+        ni_matprod_pack(nk, hd, kb, hd, 1, P);
+        ni_matprod(isa, nq, nk, hd, qb, hd, P, sb, ATT_KB, 0, 0);
+        for (int i = 0; i < nq; i++) {
+            float *si = sb + (int64_t)i * ATT_KB, *ai = acc + (int64_t)i * hd;
+            int32_t p = a->pos[t0 + i / grp];
+            int nv = p - s0 + 1 < nk ? p - s0 + 1 : nk; /* causal: keys ≤ pos */
+            if (nv < 0) nv = 0;
+            float mx = m[i];
+            for (int s = 0; s < nv; s++) {
+                si[s] *= a->scale;
+                if (si[s] > mx) mx = si[s];
+            }
+            if (mx > m[i]) {
+                float corr = expf(m[i] - mx);
+                l[i] *= corr;
+                ni_scal(isa, corr, ai, hd);
+                m[i] = mx;
+            }
+            for (int s = 0; s < nv; s++) {
+                si[s] = expf(si[s] - mx);
+                l[i] += si[s];
+            }
+            for (int s = nv; s < nk; s++) si[s] = 0;
+        }
+        ni_matprod_pack(hd, nk, vb, hd, 0, P);
+        ni_matprod(isa, nq, hd, nk, sb, ATT_KB, P, acc, hd, 1, 0);
     }
     for (int j = 0; j < nt; j++)
         for (int g = 0; g < grp; g++) {
