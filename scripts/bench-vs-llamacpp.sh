@@ -3,8 +3,8 @@
 #
 #  1. llama.cpp: the source vendored by the PyPI sdist llama-cpp-python
 #     (LLAMACPP_PY_VERSION, pip download --no-binary :all: --no-deps), only
-#     llama-bench and llama-quantize, cmake -DGGML_NATIVE=ON, cached in
-#     build/llamacpp/build; its convert_hf_to_gguf.py + gguf-py run in
+#     llama-bench and llama-quantize, cmake -DGGML_NATIVE=ON without AMX, cached in
+#     build/llamacpp/build-native; its convert_hf_to_gguf.py + gguf-py run in
 #     build/llamacpp/venv (its requirements file's torch CPU wheel, or Debian's
 #     python3-torch when download.pytorch.org is unreachable; transformers,
 #     sentencepiece, gguf-py).
@@ -84,13 +84,19 @@ if [ ! -f "$src/CMakeLists.txt" ]; then
 	python3 -m pip download --no-binary :all: --no-deps -d "$B" "llama-cpp-python==$ver"
 	tar -xzf "$B/llama_cpp_python-$ver.tar.gz" -C "$B"
 fi
-if [ ! -x "$B/build/bin/llama-bench" ] || [ ! -x "$B/build/bin/llama-quantize" ]; then
-	log "building llama-bench, llama-quantize (GGML_NATIVE=ON, -j$jobs; log $B/cmake.log)"
-	cmake -S "$src" -B "$B/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
+# The native build leaves AMX out (-mno-amx-*): VMs list amx_tile/amx_int8 in
+# /proc/cpuinfo that fault when used (llama-bench died with SIGILL at pp512 on
+# such a Xeon), and ninfer does not use AMX either. Build dir build-native
+# (build/ held the AMX-enabled binaries of earlier sessions).
+noamx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+if [ ! -x "$B/build-native/bin/llama-bench" ] || [ ! -x "$B/build-native/bin/llama-quantize" ]; then
+	log "building llama-bench, llama-quantize (GGML_NATIVE=ON without AMX, -j$jobs; log $B/cmake.log)"
+	cmake -S "$src" -B "$B/build-native" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
+		-DCMAKE_C_FLAGS="$noamx" -DCMAKE_CXX_FLAGS="$noamx" \
 		-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF >"$B/cmake.log" 2>&1
-	cmake --build "$B/build" --target llama-bench llama-quantize -j"$jobs" >>"$B/cmake.log" 2>&1
+	cmake --build "$B/build-native" --target llama-bench llama-quantize -j"$jobs" >>"$B/cmake.log" 2>&1
 fi
-lbench=$B/build/bin/llama-bench runs=$out ninfer_isa= avxvnni=1
+lbench=$B/build-native/bin/llama-bench runs=$out ninfer_isa= avxvnni=1
 if [ "$isa" != native ]; then
 	lbench=$B/build-$isa/bin/llama-bench runs=$out/$isa ninfer_isa=avx2 vnniflag=OFF avxvnni=0
 	[ "$isa" = avxvnni ] && vnniflag=ON avxvnni=1
@@ -176,7 +182,7 @@ fi
 for q in Q8_0 Q4_0; do
 	[ -f "$out/model-$q.gguf" ] && continue
 	log "llama-quantize $q"
-	"$B/build/bin/llama-quantize" "$out/model-bf16.gguf" "$out/model-$q.gguf" "$q" "$threads" >"$out/quantize-$q.log" 2>&1 ||
+	"$B/build-native/bin/llama-quantize" "$out/model-bf16.gguf" "$out/model-$q.gguf" "$q" "$threads" >"$out/quantize-$q.log" 2>&1 ||
 		{ tail -20 "$out/quantize-$q.log" >&2; exit 1; }
 done
 for r in q8 groupwise-int; do

@@ -290,15 +290,10 @@ func (x *Ctx) Attention(q Rows, kv KV, pos unsafe.Pointer, scale float32, out Ro
 	return int(C.ni_attention(x.c, q.c(), kv.c(), (*C.int32_t)(pos), C.float(scale), out.c()))
 }
 
-// Alloc returns n bytes of 64-byte-aligned, zeroed C memory (nil on failure).
-func Alloc(n int64) unsafe.Pointer {
-	var p unsafe.Pointer
-	if C.posix_memalign(&p, 64, C.size_t(n)) != 0 {
-		return nil
-	}
-	C.memset(p, 0, C.size_t(n))
-	return p
-}
+// Alloc returns n bytes of zeroed C memory (nil on failure): 64-byte
+// aligned, and from 2 MiB on 2 MiB-aligned on transparent huge pages where
+// the system allows them (ni_alloc).
+func Alloc(n int64) unsafe.Pointer { return C.ni_alloc(C.int64_t(n)) }
 
 // Free releases memory from Alloc.
 func Free(p unsafe.Pointer) { C.free(p) }

@@ -317,6 +317,11 @@ int ni_gemm_ks(int64_t k);
 void ni_gemm_6x32_avx512(const float *x, int64_t ldx, const float *wp0, const float *wp1, int64_t kc, int ks,
                          float *c, int64_t ldc, int mr, int nr, int acc);
 
+/* A backend buffer of n bytes, zeroed (mem.c): 64-byte aligned; from 2 MiB
+ * on 2 MiB-aligned and advised MADV_HUGEPAGE (NINFER_CPU_HUGEPAGES=0: not).
+ * NULL on failure; free() releases it. */
+void *ni_alloc(int64_t n);
+
 /* Flush-to-zero for the calling thread until ni_ftz_end (MXCSR FTZ | DAZ:
  * subnormal fp32 inputs read as 0, subnormal results written as 0): ops
  * whose values decay into the subnormal range (the GDN decays, softmax
