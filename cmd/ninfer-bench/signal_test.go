@@ -190,6 +190,7 @@ func TestStoppingSignals(t *testing.T) {
 		{"SIGTERM jsonl to stdout", "jsonl", "", []syscall.Signal{TERM}, 143, "interrupted by SIGTERM"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			testfixture.SkipIfSignalsIgnored(t, tc.signals)
 			dir := filepath.Join(t.TempDir(), "out")
 			args := []string{"--weights", model, "--corpus", corpusPath, "--backend", "cpu", "--threads", "1",
 				"-n", "8", "-r", "100000", "--warmup", "0", "--output", tc.format}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ninfer/ninfer/internal/testfixture"
 	"github.com/ninfer/ninfer/pkg/cliutil"
 	"github.com/ninfer/ninfer/pkg/runner"
 )
@@ -151,6 +152,7 @@ func TestStoppingSignals(t *testing.T) {
 		{"SIGHUP ids", false, []syscall.Signal{HUP}, 129, "ninfer-run: interrupted by SIGHUP\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			testfixture.SkipIfSignalsIgnored(t, tc.signals)
 			args := []string{"--weights", model(t), "--backend", "cpu", "--threads", "1", "--max-ctx", "4096",
 				"--prefill-chunk", "128", "--quiet", "--ignore-eos", "--ids", "--max-new", strconv.Itoa(maxNew)}
 			if tc.json {

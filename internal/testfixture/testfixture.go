@@ -14,9 +14,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/ninfer/ninfer/pkg/convert"
@@ -198,4 +200,17 @@ func build(s Spec) (string, error) {
 		return "", fmt.Errorf("convert %s with %s: %w", src, s.Recipe, err)
 	}
 	return dst, nil
+}
+
+// SkipIfSignalsIgnored skips t when the test process ignores one of sigs
+// (started under nohup, say): the tool it spawns inherits the ignored
+// disposition and rightly keeps it (pkg/cliutil), so a test that expects
+// the tool to stop on that signal cannot hold there.
+func SkipIfSignalsIgnored(t testing.TB, sigs []syscall.Signal) {
+	t.Helper()
+	for _, s := range sigs {
+		if signal.Ignored(s) {
+			t.Skipf("%v is ignored in this process (nohup?): the spawned tool inherits that and keeps it ignored", s)
+		}
+	}
 }
