@@ -127,7 +127,6 @@ static void attn_task(void *a_, int task, int tid) {
     unsigned csr = ni_ftz_begin(); /* e^{s−m} of far-off scores is subnormal */
     int64_t np = ni_matprod_pack_floats(ATT_KB, hd);
     if (ni_matprod_pack_floats(hd, ATT_KB) > np) np = ni_matprod_pack_floats(hd, ATT_KB);
-    np = (np + 15) & ~(int64_t)15;
     float *P = ni_tmp(a->c, tid, np + (int64_t)hd * (2 * nq + 2 * ATT_KB) + (int64_t)nq * ATT_KB + 2 * nq);
     float *qb = P + np, *acc = qb + (int64_t)nq * hd, *kb = acc + (int64_t)nq * hd, *vb = kb + (int64_t)ATT_KB * hd;
     float *sb = vb + (int64_t)ATT_KB * hd, *m = sb + (int64_t)nq * ATT_KB, *l = m + nq;

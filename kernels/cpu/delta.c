@@ -64,13 +64,12 @@ static void gdn_chunk_task(void *a_, int j, int tid) {
     int64_t np = ni_matprod_pack_floats(C, dk);
     if (ni_matprod_pack_floats(dv, dk) > np) np = ni_matprod_pack_floats(dv, dk);
     if (ni_matprod_pack_floats(dv, C) > np) np = ni_matprod_pack_floats(dv, C);
-    np = (np + 15) & ~(int64_t)15;
     float *P = ni_tmp(a->c, tid, np + hsz + (int64_t)C * (2 * C + 2 * dv + 3 * dk + 3) + cw);
     float *S = P + np;      /* packed op(B) first: 64-byte aligned */
     float *A = S + hsz;     /* [C][C] strictly lower (β K Kᵀ) ⊙ D */
     float *QK = A + C * C;  /* [C][C] (Q Kᵀ) ⊙ D, i ≥ j, 0 above */
     float *U = QK + C * C;  /* [C][dv] */
-    float *W = U + C * dv;  /* [C][dk] */
+    float *W = U + C * dv;  /* [C][dk] held negated, −W (V' = U − W S takes it so) */
     float *VP = W + C * dk; /* [C][dv] */
     float *QE = VP + C * dv;         /* [C][dk] Q ⊙ e^Γ */
     float *KD = QE + (int64_t)C * dk; /* [dk][C] (K ⊙ e^{Γ_n − Γ})ᵀ */
@@ -104,18 +103,18 @@ static void gdn_chunk_task(void *a_, int j, int tid) {
             }
             for (int s = i + 1; s < n; s++) QK[i * C + s] = 0;
         }
-        /* forward substitution: U = L⁻¹ βV, W = L⁻¹ (βK ⊙ e^Γ) */
+        /* forward substitution: U = L⁻¹ βV, −W = L⁻¹ (−βK ⊙ e^Γ) (negation is exact and
+         * the substitution linear: the bits of −(L⁻¹ (βK ⊙ e^Γ))) */
         for (int i = 0; i < n; i++) {
             const float *vi = ni_row(a->v, t0 + i, j), *ki = ni_row(a->k, t0 + i, kh);
             float *ui = U + (int64_t)i * dv, *wi = W + (int64_t)i * dk;
             for (int d = 0; d < dv; d++) ui[d] = B[i] * vi[d];
-            for (int d = 0; d < dk; d++) wi[d] = B[i] * EG[i] * ki[d];
+            for (int d = 0; d < dk; d++) wi[d] = -(B[i] * EG[i] * ki[d]);
             for (int s = 0; s < i; s++) cf[s] = -A[i * C + s];
             ni_axpy_rows(isa, cf, i, U, dv, ui, dv);
             ni_axpy_rows(isa, cf, i, W, dk, wi, dk);
         }
         /* V' = U − W S; O = (Q ⊙ e^Γ) S + QK V' */
-        for (int64_t x = 0; x < (int64_t)n * dk; x++) W[x] = -W[x];
         for (int i = 0; i < n; i++) {
             const float *qi = ni_row(a->q, t0 + i, kh);
             for (int r = 0; r < dk; r++) QE[(int64_t)i * dk + r] = qi[r] * EG[i];

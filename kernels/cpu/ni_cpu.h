@@ -338,7 +338,8 @@ static inline void ni_ftz_end(unsigned csr) { _mm_setcsr(csr); }
 
 /* Small dense products (matprod.c): C[m,n] = (acc ? C : 0) + A[m,k]·op(B),
  * op(B) = B[k,n] (row stride ldb) or, with bt, Bᵀ for B[n,k]. op(B) is
- * packed first into ni_matprod_pack_floats(n, k) floats (32-byte aligned),
+ * packed first into ni_matprod_pack_floats(n, k) floats (a multiple of 16;
+ * the pack 32-byte aligned),
  * 16-column panels [k][16], zero-padded; one pack serves any number of
  * products. Flags: NI_MP_LOWER_K — A is lower triangular beyond its
  * diagonal tile: row tile [i0, i0 + 6) sums only k < i0 + 6;
