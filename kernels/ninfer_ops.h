@@ -140,6 +140,10 @@ int ni_cpu_has_vnni(void);
  * GEMVs by AVX512_VBMI (vpmultishiftqb) instead of BMI2 pext; same codes,
  * bit-identical results. NINFER_CPU_VBMI=0 turns it off (per matmul). */
 int ni_cpu_has_vbmi(void);
+/* 1 on an Intel CPU: its q8 GEMV at T = 1 streams faster on int8 than on
+ * fp32 activations at NI_ISA_AVX512 (the backend's activation mode auto
+ * picks by it), and the multi-row GEMVs prefetch into L2 (PREFETCHT1). */
+int ni_cpu_intel(void);
 /* 1 when the CPU has AVX-VNNI (VEX dpbusd): the NI_ISA_AVX2 level's int8
  * q4–q6 GEMVs use it (bit-identical to maddubs + madd) unless
  * NINFER_CPU_AVXVNNI=0 (per matmul). */

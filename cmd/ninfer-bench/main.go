@@ -141,7 +141,7 @@ Examples:
 			&cli.StringFlag{Name: "device", Value: "0", Usage: "device `ORDINAL`"},
 			&cli.StringFlag{Name: "backend", Value: "auto", Usage: "compute `BACKEND`: auto, cpu or cuda"},
 			&cli.StringFlag{Name: "threads", Value: "0", Usage: "CPU backend worker `THREADS` (0: all cores)"},
-			&cli.StringFlag{Name: "activations", Value: "auto", Usage: "matmul activations `MODE` on the CPU backend: auto (int8 for q4/q5/q6 weights at T ≤ 16, the output head included; fp32 otherwise), int8 (also q8) or fp32 (recorded as activations)"},
+			&cli.StringFlag{Name: "activations", Value: "auto", Usage: "matmul activations `MODE` on the CPU backend: auto (int8 for q4/q5/q6 weights, and for q8 at the avx2 level and at avx512 with VNNI on Intel CPUs, the output head included; fp32 for other formats; docs/CLI.md), int8 (q4–q8 everywhere) or fp32 (recorded as activations)"},
 			&cli.StringFlag{Name: "format", Aliases: []string{"f", "output", "o"}, Value: bench.OutputJSONL, Usage: "output `FORMAT`: jsonl, json, table (alias md) or csv (-o/--output: llama-bench's spelling)"},
 			&cli.StringFlag{Name: "output-file", Usage: "write the output to `PATH` (atomically, parents created) instead of stdout"},
 			&cli.BoolFlag{Name: "verify", Usage: "before loading, re-hash every payload and check every tensor's values (as ninfer-inspect --verify; not timed)"},

@@ -237,7 +237,7 @@ Examples:
 			&cli.BoolFlag{Name: "ignore-eos", Usage: "do not stop at EOS ids"},
 			&cli.StringFlag{Name: "backend", Value: "auto", Usage: "`BACKEND`: auto (CUDA when built in and present), cpu or cuda"},
 			&cli.IntFlag{Name: "threads", Usage: "CPU backend `THREADS` (0 = all cores)"},
-			&cli.StringFlag{Name: "activations", Value: "auto", Usage: "matmul activations `MODE` on the CPU backend: auto (int8 for q4/q5/q6 weights at T ≤ 16, the output head included; fp32 otherwise), int8 (also q8) or fp32"},
+			&cli.StringFlag{Name: "activations", Value: "auto", Usage: "matmul activations `MODE` on the CPU backend: auto (int8 for q4/q5/q6 weights, and for q8 at the avx2 level and at avx512 with VNNI on Intel CPUs, the output head included; fp32 for other formats; docs/CLI.md), int8 (q4–q8 everywhere) or fp32"},
 			&cli.BoolFlag{Name: "no-cuda-graph", Usage: "decode eagerly (no CUDA graphs; the same tokens, slower; the CPU backend never uses them)"},
 			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "text", Usage: "output `FORMAT`: text (streamed; ids with --ids) or json (one JSON line per prompt)"},
 			&cli.BoolFlag{Name: "json", Usage: "shorthand for --format json"},

@@ -741,14 +741,19 @@ static void mm_q8(const mm_args *a, int64_t n0, int64_t n1) {
             }
             continue;
         }
-        if (isa == NI_ISA_AVX2 && w->bits == 8 && nt == 1 && a->pf_rows >= 0) { /* q8: rows of 4, prefetched */
+        if (w->bits == 8 && nt == 1 && a->pf_rows >= 0 && (isa == NI_ISA_AVX2 || (vnni && a->xo))) {
+            /* q8: rows of 4, prefetched */
             enum { RB = 16 };
             float ob[RB];
             for (int64_t n = p.nc; n < p.ne; n += RB) {
                 const mm_planes rp = mm_row_planes(w, n);
                 const ni_row_block rb = {(int)(p.ne - n < RB ? p.ne - n : RB), w->gpr * w->base_bytes, 0, 2 * w->gpr};
-                ni_q8_rows_avx2(rp.base, rp.scales, rb, ngroups, a->xq + t0 * kpad, a->xe + t0 * 8 * nbk,
-                                mm_pf(a, n, rb.n), ob);
+                if (isa == NI_ISA_AVX2)
+                    ni_q8_rows_avx2(rp.base, rp.scales, rb, ngroups, a->xq + t0 * kpad, a->xe + t0 * 8 * nbk,
+                                    mm_pf(a, n, rb.n), ob);
+                else
+                    ni_q8w_rows_vnni(rp.base, rp.scales, rb, ngroups, a->xq + t0 * kpad, a->xo + t0 * (kpad / 4),
+                                     a->xe + t0 * 8 * nbk, mm_pf(a, n, rb.n), ob);
                 for (int r = 0; r < rb.n; r++) mm_store(a, t0, n + r, ob[r]);
             }
             continue;
@@ -1001,12 +1006,16 @@ static int gemv_rows(void) {
  * than L1's fill buffers allow); T0 elsewhere (measured on Zen 4/5; Zen 4's
  * T1/T2 hints are reported to be dropped at times). NINFER_CPU_PREFETCH=l1|l2
  * forces one (comparison switch; results unchanged). */
+int ni_cpu_intel(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_is("intel") != 0;
+}
+
 static int prefetch_l2(void) {
     const char *e = getenv("NINFER_CPU_PREFETCH");
     if (e && strcmp(e, "l2") == 0) return 1;
     if (e && strcmp(e, "l1") == 0) return 0;
-    __builtin_cpu_init();
-    return __builtin_cpu_is("intel") != 0;
+    return ni_cpu_intel();
 }
 
 /* The int8 route's per-token arrays (expanded scales, codes, offset lanes)

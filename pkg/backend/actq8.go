@@ -18,11 +18,9 @@ import (
 // activations.
 const (
 	// ActAuto is int8 where it is faster: q4/q5/q6 weights, and q8 weights
-	// at the avx2 level. At avx512 q8 decodes on fp32 activations (its fp32
-	// GEMV has no decode to save and the int8 one measured slower end to
-	// end there; at avx2 the int8 one decodes 1.13–1.16× faster: docs/PERF.md,
-	// int8 activations; AVX2 q8 int8 by default) and prefills (T > 16) on
-	// int8 ones where the int8 prefill GEMM runs (cpuKernels.q8).
+	// where autoQ8Int8 says so (avx2; avx512 with VNNI on Intel). Elsewhere
+	// q8 decodes on fp32 activations and prefills (T > 16) on int8 ones
+	// where the int8 prefill GEMM runs (cpuKernels.q8).
 	ActAuto = "auto"
 	ActInt8 = "int8" // int8 for q4–q8 weights, fp32 otherwise
 	ActFP32 = "fp32" // fp32 activations everywhere (the library default)
@@ -51,12 +49,21 @@ func ParseActivations(s string) (string, error) {
 // proposes, and an int8 draft head measured no faster, docs/PERF.md).
 func (w *Weight) KeepFP32Activations() { w.fp32Act = true }
 
+// autoQ8Int8 reports whether auto runs q8 weights on int8 activations at
+// every T on the CPU level isa, where that was measured faster end to end
+// (docs/PERF.md): at avx2 (1.13–1.16× decode on Zen 4), and at avx512 with
+// VNNI on Intel (an AVX-512 Xeon: 1.10–1.20× decode, 2 threads). Not at
+// avx512 elsewhere: on Zen 4 the int8 one decoded 0.93–0.95× the fp32 one.
+func autoQ8Int8(isa string) bool {
+	return isa == "avx2" || (isa == "avx512" && cpu.HasVNNI() && cpu.Intel())
+}
+
 // int8Act reports whether format f runs int8 activations in mode m at the
-// CPU level isa. auto leaves q8 on fp32 except at avx2 (ActAuto).
+// CPU level isa. auto leaves q8 on fp32 unless autoQ8Int8.
 func int8Act(m, isa string, f format.Format) bool {
 	switch m {
 	case ActAuto:
-		return f == format.Q4G64 || f == format.Q5G64 || f == format.Q6G64 || (f == format.Q8G32 && isa == "avx2")
+		return f == format.Q4G64 || f == format.Q5G64 || f == format.Q6G64 || (f == format.Q8G32 && autoQ8Int8(isa))
 	case ActInt8, ActInt8All:
 		return f == format.Q4G64 || f == format.Q5G64 || f == format.Q6G64 || f == format.Q8G32
 	}
@@ -74,7 +81,7 @@ func (k cpuKernels) q8(w *Weight, T int) bool {
 	if int8Act(*k.act, k.isa, w.Format) {
 		return true
 	}
-	// auto: q8 decodes on fp32 activations at avx512 (faster there) but
+	// auto: q8 decodes on fp32 activations where autoQ8Int8 says no, but
 	// prefills on int8 ones where the int8 GEMM runs (2.2× at pp512).
 	return *k.act == ActAuto && w.Format == format.Q8G32 && T > cpu.SmallT && k.ctx.Q8GEMM(w.prep.(*cpu.Weight))
 }

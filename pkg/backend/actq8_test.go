@@ -239,7 +239,7 @@ func TestMatMulInt8PrefillGEMM(t *testing.T) {
 
 // TestInt8ActAutoPrefillQ8 checks auto's choice for q8 weights: int8
 // activations (bit for bit int8 mode) at T > 16 where the int8 prefill
-// GEMM runs, else as int8Act says (fp32 at avx512, int8 at avx2).
+// GEMM runs, else as int8Act says (autoQ8Int8).
 func TestInt8ActAutoPrefillQ8(t *testing.T) {
 	streams := numtest.NewSource(t)
 	for _, b := range cpuBackends(t) {
@@ -409,13 +409,17 @@ func TestMatMulInt8ActNonFinite(t *testing.T) {
 }
 
 // TestInt8ActAutoFormats pins what auto picks: int8 for q4/q5/q6, q8 int8
-// at avx2 only (slower in int8 end to end at avx512), fp32 for the
-// non-grouped formats.
+// at avx2 and at avx512 with VNNI on Intel (slower in int8 end to end at
+// avx512 on Zen 4), fp32 for the non-grouped formats.
 func TestInt8ActAutoFormats(t *testing.T) {
 	for _, isa := range []string{"scalar", "avx2", "avx512"} {
+		q8 := isa == "avx2" || (isa == "avx512" && VNNI() && cpu.Intel())
+		if autoQ8Int8(isa) != q8 {
+			t.Errorf("autoQ8Int8(%s) = %v, want %v (VNNI %v, Intel %v)", isa, !q8, q8, VNNI(), cpu.Intel())
+		}
 		for _, f := range allFormats {
 			q46 := f == format.Q4G64 || f == format.Q5G64 || f == format.Q6G64
-			want := q46 || (f == format.Q8G32 && isa == "avx2")
+			want := q46 || (f == format.Q8G32 && q8)
 			if got := int8Act(ActAuto, isa, f); got != want {
 				t.Errorf("auto/%s/%s: int8 %v, want %v", isa, f, got, want)
 			}
@@ -733,15 +737,15 @@ type routeCase struct {
 // every fused token count: the permuted q5/q6 GEMVs with the high bits by
 // AVX512_VBMI (the default where the CPU has it) or by BMI2 pext
 // (NINFER_CPU_VBMI=0), the q8 int8 VNNI body on offset-binary codes or
-// the sign-trick one (NINFER_CPU_Q8W=legacy), and the multi-row VNNI+VBMI
-// and fp32 q8 GEMVs at T = 1 or one row at a time (NINFER_CPU_MULTIROW=0). The oracle tests check the
+// the sign-trick one (NINFER_CPU_Q8W=legacy), and the multi-row VNNI+VBMI,
+// fp32 q8 and int8 q8 (VNNI) GEMVs at T = 1 or one row at a time (NINFER_CPU_MULTIROW=0). The oracle tests check the
 // default routes' values; this ties the older routes to them.
 func TestAVX512RoutesBitIdentical(t *testing.T) {
 	checkRoutesBitIdentical(t, "avx512", []routeCase{
 		{"vbmi", "NINFER_CPU_VBMI", "0", VBMI, []format.Format{format.Q5G64, format.Q6G64}, []string{ActFP32, ActInt8}},
 		{"q8w", "NINFER_CPU_Q8W", "legacy", VNNI, []format.Format{format.Q8G32}, []string{ActInt8}},
 		{"multirow-vbmi", "NINFER_CPU_MULTIROW", "0", VBMI, []format.Format{format.Q4G64, format.Q5G64, format.Q6G64}, []string{ActInt8}},
-		{"multirow-q8", "NINFER_CPU_MULTIROW", "0", func() bool { return true }, []format.Format{format.Q8G32}, []string{ActFP32}},
+		{"multirow-q8", "NINFER_CPU_MULTIROW", "0", func() bool { return true }, []format.Format{format.Q8G32}, []string{ActFP32, ActInt8}},
 	})
 }
 
