@@ -250,6 +250,16 @@ typedef struct {
     int l2;
 } ni_pf;
 
+/* rb.n rows of ni_q8u_groups_multi_{avx2,avxvnni} at one token (nt = 1),
+ * each row's value bit-identical to it, 4 rows per pass with the rows pf
+ * rows further on prefetched (ni_q8p_rows_vnni_vbmi's scheme):
+ * out[r·NI_MT_TOKENS]. */
+void ni_q8u_rows_avx2(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales, ni_row_block rb,
+                      int64_t ngroups, const int8_t *xq, const int32_t *xo, const float *xe, ni_pf pf, float *out);
+void ni_q8u_rows_avxvnni(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales, ni_row_block rb,
+                         int64_t ngroups, const int8_t *xq, const int32_t *xo, const float *xe, ni_pf pf,
+                         float *out);
+
 /* rb.n q8 rows of ni_q8_groups_multi_avx2(8, …) at one token (nt = 1),
  * each row's value bit-identical to it, 4 rows per pass, the rows pf rows
  * further on prefetched: out[r]. */

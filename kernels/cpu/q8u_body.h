@@ -65,6 +65,89 @@ Q8U_ATTR static inline __attribute__((always_inline)) void Q8U_N(q8pu_q4_nt)(con
     for (int j = 0; j < NT; j++) out[j] = hsum(acc[j]);
 }
 
+/* NR ≤ NI_Q8UR_ROWS consecutive rows of q8u_groups_nt (q5/q6) or
+ * q8pu_q4_nt (q4) at one token, each row computed exactly as alone (the same
+ * decode, int32 lanes, conversion, scales and one FMA chain a row): the
+ * token's codes, offset lanes and expanded scales are loaded once a group
+ * for all NR rows, and the NR rows pf rows further on are prefetched, one
+ * cache line per 64 bytes of each plane consumed (consecutive rows are one
+ * contiguous range of each plane; pf = 0: no prefetch). */
+#ifndef NI_Q8UR_ROWS
+#define NI_Q8UR_ROWS 4
+#endif
+Q8U_ATTR static inline __attribute__((always_inline)) void Q8U_N(q8ur)(const int bits, const int NR, const uint8_t *base,
+                                                        const uint8_t *high, const uint8_t *scales, ni_row_block rb,
+                                                        int64_t ngroups, const int8_t *xq, const int32_t *xo,
+                                                        const float *xe, ni_pf pf, float *out) {
+    const int64_t hb = bits == 5 ? 8 : bits == 6 ? 16 : 0;
+    const __m256i m4 = _mm256_set1_epi8(0x0f), s88 = _mm256_set1_epi8((char)0x88);
+    const uint8_t *pb = base + pf.rows * rb.base, *ph = high + pf.rows * rb.high, *ps = scales + pf.rows * rb.scales;
+    __m256 acc[NI_Q8UR_ROWS], s8v[NI_Q8UR_ROWS];
+    for (int r = 0; r < NR; r++) acc[r] = _mm256_setzero_ps();
+#define NI_Q8UR_GROUP(G, SW)                                                                                          \
+    {                                                                                                                 \
+        const int64_t g = (G);                                                                                        \
+        if (pf.rows) {                                                                                                \
+            ni_prefetch_range(pb, NR * 32 * g, NR * 32 * (g + 1), pf.l2);                                             \
+            if (hb) ni_prefetch_range(ph, NR * hb * g, NR * hb * (g + 1), pf.l2);                                     \
+            ni_prefetch_range(ps, NR * 2 * g, NR * 2 * (g + 1), pf.l2);                                               \
+        }                                                                                                             \
+        const __m256i x0 = _mm256_loadu_si256((const __m256i *)(xq + 64 * g));                                        \
+        const __m256i x1 = _mm256_loadu_si256((const __m256i *)(xq + 64 * g + 32));                                   \
+        const __m256i o = _mm256_loadu_si256((const __m256i *)(xo + 8 * g));                                          \
+        const __m256 e = _mm256_loadu_ps(xe + 16 * g);                                                                \
+        for (int r = 0; r < NR; r++) {                                                                                \
+            const uint8_t *br = base + r * rb.base + 32 * g;                                                          \
+            __m256i u[2];                                                                                             \
+            if (bits == 4) {                                                                                          \
+                __m256i b = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)br), s88);                           \
+                u[0] = _mm256_and_si256(b, m4);                                                                       \
+                u[1] = _mm256_and_si256(_mm256_srli_epi16(b, 4), m4);                                                 \
+            } else if (bits == 6)                                                                                     \
+                dec_r6(br, high + r * rb.high + hb * g, u);                                                           \
+            else                                                                                                      \
+                dec_s5(br, high + r * rb.high + hb * g, u);                                                           \
+            __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(Q8U_GROUP_P(u[0], u[1], x0, x1, o)), e);                      \
+            acc[r] = _mm256_fmadd_ps(v, SW, acc[r]);                                                                  \
+        }                                                                                                             \
+    }
+    int64_t g8 = 0;
+    for (; g8 + 8 <= ngroups; g8 += 8) {
+        for (int r = 0; r < NR; r++)
+            s8v[r] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(scales + r * rb.scales + 2 * g8)));
+        _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++)
+            NI_Q8UR_GROUP(g8 + i, _mm256_permutevar8x32_ps(s8v[r], _mm256_set1_epi32(i)))
+    }
+    for (; g8 < ngroups; g8++) NI_Q8UR_GROUP(g8, q8_scale(scales + r * rb.scales, g8))
+#undef NI_Q8UR_GROUP
+    for (int r = 0; r < NR; r++) out[r * NI_MT_TOKENS] = hsum(acc[r]);
+}
+
+#define NI_Q8UR(B, R)                                                                                                 \
+    Q8U_N(q8ur)(B, R, base + r0 * rb.base, high + r0 * rb.high, scales + r0 * rb.scales, rb, ngroups, xq, xo, xe, pf,  \
+                out + r0 * NI_MT_TOKENS)
+#define NI_Q8UR_NR(B)                                                                                                 \
+    switch (nr) {                                                                                                     \
+    case 1: NI_Q8UR(B, 1); break;                                                                                     \
+    case 2: NI_Q8UR(B, 2); break;                                                                                     \
+    case 3: NI_Q8UR(B, 3); break;                                                                                     \
+    default: NI_Q8UR(B, 4); break;                                                                                    \
+    }
+Q8U_ATTR void Q8U_N(ni_q8u_rows)(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
+                                 ni_row_block rb, int64_t ngroups, const int8_t *xq, const int32_t *xo,
+                                 const float *xe, ni_pf pf, float *out) {
+    for (int r0 = 0; r0 < rb.n; r0 += NI_Q8UR_ROWS) {
+        const int nr = rb.n - r0 < NI_Q8UR_ROWS ? rb.n - r0 : NI_Q8UR_ROWS;
+        switch (bits) {
+        case 4: NI_Q8UR_NR(4); break;
+        case 5: NI_Q8UR_NR(5); break;
+        default: NI_Q8UR_NR(6); break;
+        }
+    }
+}
+#undef NI_Q8UR
+#undef NI_Q8UR_NR
+
 Q8U_ATTR void Q8U_N(ni_q8u_groups_multi)(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
                                    ni_row_block rb, int64_t ngroups, const int8_t *xq, int64_t ldq,
                                    const int32_t *xo, int64_t ldo, const float *xe, int64_t lde, int nt, float *out) {

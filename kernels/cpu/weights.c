@@ -728,6 +728,9 @@ static void mm_q8(const mm_args *a, int64_t n0, int64_t n1) {
                 if (a->rows_vbmi && nt == 1 && a->pf_rows >= 0)
                     ni_q8p_rows_vnni_vbmi((int)w->bits, rp.base, rp.high, rp.scales, rb, ngroups, xq, xo, xe,
                                           mm_pf(a, n, rb.n), ob);
+                else if (isa == NI_ISA_AVX2 && nt == 1 && a->pf_rows >= 0)
+                    (a->avxvnni ? ni_q8u_rows_avxvnni : ni_q8u_rows_avx2)((int)w->bits, rp.base, rp.high, rp.scales, rb,
+                                                                          ngroups, xq, xo, xe, mm_pf(a, n, rb.n), ob);
                 else if (isa == NI_ISA_AVX2)
                     (a->avxvnni ? ni_q8u_groups_multi_avxvnni : ni_q8u_groups_multi_avx2)(
                         (int)w->bits, rp.base, rp.high, rp.scales, rb, ngroups, xq, kpad, xo, kpad / 4, xe, 8 * nbk, nt,

@@ -751,7 +751,7 @@ func TestAVX512RoutesBitIdentical(t *testing.T) {
 
 // TestAVX2RoutesBitIdentical: at the avx2 level the int8 q4–q6 GEMVs on
 // AVX-VNNI compute the bits of the maddubs ones (NINFER_CPU_AVXVNNI=0),
-// and the 4-row int8 q8 GEMV the bits of one row at a time. (The q4–q6 offset-binary bodies
+// and the 4-row int8 q8 and q4–q6 GEMVs the bits of one row at a time. (The q4–q6 offset-binary bodies
 // add each group's two blocks in int16, the sign-trick ones
 // (NINFER_CPU_AVX2Q=signed) do not: different fp32 roundings, so
 // TestMatMulInt8ActOracle bounds both against the oracle.)
@@ -759,6 +759,7 @@ func TestAVX2RoutesBitIdentical(t *testing.T) {
 	checkRoutesBitIdentical(t, "avx2", []routeCase{
 		{"avxvnni", "NINFER_CPU_AVXVNNI", "0", AVXVNNI, []format.Format{format.Q4G64, format.Q5G64, format.Q6G64}, []string{ActInt8}},
 		{"multirow-q8", "NINFER_CPU_MULTIROW", "0", func() bool { return true }, []format.Format{format.Q8G32}, []string{ActInt8}},
+		{"multirow-q4-q6", "NINFER_CPU_MULTIROW", "0", func() bool { return true }, []format.Format{format.Q4G64, format.Q5G64, format.Q6G64}, []string{ActInt8}},
 	})
 }
 
