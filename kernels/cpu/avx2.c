@@ -468,10 +468,7 @@ AVX2 static inline __attribute__((always_inline)) void q8_rows_avx2(const int NR
 #define NI_Q8R2_STEP(G, ACC)                                                                                          \
     {                                                                                                                 \
         const int64_t g = (G);                                                                                        \
-        if (pf.rows) {                                                                                                     \
-            ni_prefetch_range(pb, NR * 32 * g, NR * 32 * (g + 1), pf.l2);                                                    \
-            ni_prefetch_range(ps, NR * 2 * g, NR * 2 * (g + 1), pf.l2);                                                      \
-        }                                                                                                             \
+        ni_prefetch_step(pf, NR, g, pb, 32, NULL, 0, ps, 2);                                                          \
         const __m256i xv = _mm256_loadu_si256((const __m256i *)(xq + 32 * g));                                        \
         const __m256 ev = _mm256_loadu_ps(xe + 8 * g);                                                                \
         for (int r = 0; r < NR; r++) {                                                                                \
@@ -798,10 +795,7 @@ AVX512VNNI static inline __attribute__((always_inline)) void q8wr_vnni(const int
 #define NI_Q8WR_STEP(I, ACC)                                                                                          \
     {                                                                                                                 \
         const int64_t s = s0 + (I);                                                                                   \
-        if (pf.rows) {                                                                                                \
-            ni_prefetch_range(pb, NR * 64 * s, NR * 64 * (s + 1), pf.l2);                                             \
-            ni_prefetch_range(ps, NR * 4 * s, NR * 4 * (s + 1), pf.l2);                                               \
-        }                                                                                                             \
+        ni_prefetch_step(pf, NR, s, pb, 64, NULL, 0, ps, 4);                                                          \
         const __m512i xv = _mm512_loadu_si512((const void *)(xq + 64 * s));                                           \
         const __m512i ov = _mm512_loadu_si512((const void *)(xo + 16 * s));                                           \
         const __m512 ev = _mm512_loadu_ps(xe + 16 * s);                                                               \
@@ -1061,11 +1055,7 @@ AVX512VNNIVBMIP static inline __attribute__((always_inline)) void q8pr_vnni_vbmi
 #define NI_Q8PR_STEP(G, ACC)                                                                                          \
     {                                                                                                                 \
         const int64_t g = (G);                                                                                        \
-        if (pf.rows) {                                                                                                     \
-            ni_prefetch_range(pb, NR * 32 * g, NR * 32 * (g + 1), pf.l2);                                                    \
-            if (hb) ni_prefetch_range(ph, NR * hb * g, NR * hb * (g + 1), pf.l2);                                            \
-            ni_prefetch_range(ps, NR * 2 * g, NR * 2 * (g + 1), pf.l2);                                                      \
-        }                                                                                                             \
+        ni_prefetch_step(pf, NR, g, pb, 32, ph, hb, ps, 2);                                                           \
         if (!(g & 15)) {                                                                                              \
             const __mmask16 sm = (__mmask16)(ngroups - g >= 16 ? 0xffff : (1u << (ngroups - g)) - 1);                 \
             for (int r = 0; r < NR; r++)                                                                              \

@@ -397,10 +397,7 @@ AVX512 INLINE void dot_q8_rows(const int NR, const uint8_t *base, const uint8_t 
 #define NI_DGR_STEP(G, I, ACC)                                                                                        \
     {                                                                                                                 \
         const int64_t g = (G);                                                                                        \
-        if (pf.rows) {                                                                                                     \
-            ni_prefetch_range(pb, NR * 32 * g, NR * 32 * (g + 1), pf.l2);                                                    \
-            ni_prefetch_range(ps, NR * 2 * g, NR * 2 * (g + 1), pf.l2);                                                      \
-        }                                                                                                             \
+        ni_prefetch_step(pf, NR, g, pb, 32, NULL, 0, ps, 2);                                                          \
         const __m512 x0 = _mm512_loadu_ps(x + 32 * g), x1 = _mm512_loadu_ps(x + 32 * g + 16);                       \
         for (int r = 0; r < NR; r++) {                                                                                \
             const uint8_t *bp = base + r * rb.base + 32 * g;                                                          \

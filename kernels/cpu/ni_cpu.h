@@ -250,6 +250,19 @@ typedef struct {
     int l2;
 } ni_pf;
 
+/* One step of a multi-row GEMV's prefetch: nr rows consume bb base bytes,
+ * hb high-bit bytes (0: none) and sb scale bytes each per step s, so the
+ * step prefetches [nr·b·s, nr·b·(s + 1)) of each plane from pb, ph, ps (the
+ * planes pf.rows rows further on); nothing when pf.rows is 0. */
+static inline __attribute__((always_inline)) void ni_prefetch_step(ni_pf pf, int nr, int64_t s, const uint8_t *pb,
+                                                                   int64_t bb, const uint8_t *ph, int64_t hb,
+                                                                   const uint8_t *ps, int64_t sb) {
+    if (!pf.rows) return;
+    ni_prefetch_range(pb, nr * bb * s, nr * bb * (s + 1), pf.l2);
+    if (hb) ni_prefetch_range(ph, nr * hb * s, nr * hb * (s + 1), pf.l2);
+    ni_prefetch_range(ps, nr * sb * s, nr * sb * (s + 1), pf.l2);
+}
+
 /* rb.n rows of ni_q8u_groups_multi_{avx2,avxvnni} at one token (nt = 1),
  * each row's value bit-identical to it, 4 rows per pass with the rows pf
  * rows further on prefetched (ni_q8p_rows_vnni_vbmi's scheme):

@@ -87,11 +87,7 @@ Q8U_ATTR static inline __attribute__((always_inline)) void Q8U_N(q8ur)(const int
 #define NI_Q8UR_GROUP(G, SW)                                                                                          \
     {                                                                                                                 \
         const int64_t g = (G);                                                                                        \
-        if (pf.rows) {                                                                                                \
-            ni_prefetch_range(pb, NR * 32 * g, NR * 32 * (g + 1), pf.l2);                                             \
-            if (hb) ni_prefetch_range(ph, NR * hb * g, NR * hb * (g + 1), pf.l2);                                     \
-            ni_prefetch_range(ps, NR * 2 * g, NR * 2 * (g + 1), pf.l2);                                               \
-        }                                                                                                             \
+        ni_prefetch_step(pf, NR, g, pb, 32, ph, hb, ps, 2);                                                           \
         const __m256i x0 = _mm256_loadu_si256((const __m256i *)(xq + 64 * g));                                        \
         const __m256i x1 = _mm256_loadu_si256((const __m256i *)(xq + 64 * g + 32));                                   \
         const __m256i o = _mm256_loadu_si256((const __m256i *)(xo + 8 * g));                                          \
