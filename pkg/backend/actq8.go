@@ -58,12 +58,12 @@ func autoQ8Int8(isa string) bool {
 	return isa == "avx2" || (isa == "avx512" && cpu.HasVNNI() && cpu.Intel())
 }
 
-// int8Act reports whether format f runs int8 activations in mode m at the
-// CPU level isa. auto leaves q8 on fp32 unless autoQ8Int8.
-func int8Act(m, isa string, f format.Format) bool {
+// int8Act reports whether format f runs int8 activations in mode m; autoQ8
+// is autoQ8Int8 of the CPU level (auto leaves q8 on fp32 unless it holds).
+func int8Act(m string, autoQ8 bool, f format.Format) bool {
 	switch m {
 	case ActAuto:
-		return f == format.Q4G64 || f == format.Q5G64 || f == format.Q6G64 || (f == format.Q8G32 && autoQ8Int8(isa))
+		return f == format.Q4G64 || f == format.Q5G64 || f == format.Q6G64 || (f == format.Q8G32 && autoQ8)
 	case ActInt8, ActInt8All:
 		return f == format.Q4G64 || f == format.Q5G64 || f == format.Q6G64 || f == format.Q8G32
 	}
@@ -78,7 +78,7 @@ type q8Kernels interface {
 }
 
 func (k cpuKernels) q8(w *Weight, T int) bool {
-	if int8Act(*k.act, k.isa, w.Format) {
+	if int8Act(*k.act, k.autoQ8, w.Format) {
 		return true
 	}
 	// auto: q8 decodes on fp32 activations where autoQ8Int8 says no, but

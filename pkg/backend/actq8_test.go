@@ -260,7 +260,7 @@ func TestInt8ActAutoPrefillQ8(t *testing.T) {
 			}
 			auto, i8, f32 := run(ActAuto), run(ActInt8), run(ActFP32)
 			want, wantName := f32, "fp32"
-			if int8Act(ActAuto, b.ISA(), format.Q8G32) || (T > SmallTForTest && b.Int8PrefillGEMM(w)) {
+			if int8Act(ActAuto, autoQ8Int8(b.ISA()), format.Q8G32) || (T > SmallTForTest && b.Int8PrefillGEMM(w)) {
 				want, wantName = i8, "int8"
 			}
 			for i := range auto {
@@ -421,13 +421,13 @@ func TestInt8ActAutoFormats(t *testing.T) {
 		for _, f := range allFormats {
 			q46 := f == format.Q4G64 || f == format.Q5G64 || f == format.Q6G64
 			want := q46 || (f == format.Q8G32 && q8)
-			if got := int8Act(ActAuto, isa, f); got != want {
+			if got := int8Act(ActAuto, q8, f); got != want {
 				t.Errorf("auto/%s/%s: int8 %v, want %v", isa, f, got, want)
 			}
-			if got, want := int8Act(ActInt8, isa, f), q46 || f == format.Q8G32; got != want {
+			if got, want := int8Act(ActInt8, q8, f), q46 || f == format.Q8G32; got != want {
 				t.Errorf("int8/%s/%s: int8 %v, want %v", isa, f, got, want)
 			}
-			if int8Act(ActFP32, isa, f) {
+			if int8Act(ActFP32, q8, f) {
 				t.Errorf("fp32/%s/%s: int8", isa, f)
 			}
 		}

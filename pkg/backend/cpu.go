@@ -91,7 +91,7 @@ func NewCPU(o CPUOptions) (*CPU, error) {
 		name = "avx512"
 	}
 	c := &CPU{ctx: ctx, threads: th, isa: name, bufs: map[*Buffer]struct{}{}}
-	c.ops.k = cpuKernels{ctx, &act, name}
+	c.ops.k = cpuKernels{ctx, &act, autoQ8Int8(name)}
 	return c, nil
 }
 
@@ -290,7 +290,9 @@ func (c *CPU) PrepareWeight(name string, f format.Format, n, k int, v View, byte
 type cpuKernels struct {
 	ctx *cpu.Ctx
 	act *string // activation mode (actq8.go)
-	isa string  // "scalar", "avx2" or "avx512" (auto's choice for q8 depends on it)
+	// autoQ8 is autoQ8Int8 of the level, fixed at construction (the CPU's
+	// traits do not change; int8Act runs for every matmul)
+	autoQ8 bool
 }
 
 func cr(r rows) cpu.Rows { return cpu.Rows{P: r.p, T: r.t, H: r.h, D: r.d, LD: r.ld, HS: r.hs} }
