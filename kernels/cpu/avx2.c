@@ -1031,57 +1031,100 @@ AVX512VNNIVBMIP static inline __attribute__((always_inline)) void q8p_vnni_vbmi_
 #undef NI_Q8P_HIGH
 
 /* NR ≤ NI_Q8PR_ROWS consecutive rows of q8p_vnni_vbmi_nt at one token, each
- * row computed exactly as alone (the same steps, two FMA chains over even
- * and odd groups, the same final sum): the token's codes, offset lanes and
- * expanded scales are loaded once a group for all NR rows. While it runs,
- * the NR rows pf rows further on are prefetched, one cache line per 64
- * bytes of each plane consumed: consecutive rows are one contiguous range
- * of each plane, so this streams them in order ahead of use (pf = 0: no
- * prefetch). */
+ * row computed exactly as alone, on the token arrays in pair order
+ * (ni_q8p_pair_order): two groups a step, so one 64-byte load of the base
+ * plane holds both groups' nibbles, one and gives both groups' low-nibble
+ * lanes and one shift + and both groups' high-nibble lanes. Lanes 0–7 of
+ * the low half are group g's lanes 0–7 and lanes 8–15 group g + 1's lanes
+ * 0–7 (the high half: lanes 8–15 of each), which is where pair order puts
+ * the token's codes, offset lanes and expanded scales; every int32 lane is
+ * the same sum as alone and every float lane takes the same multiply and
+ * FMA in the same order, into accumulators (lo, hi) whose lanes are those
+ * of q8p_vnni_vbmi_nt's two chains (even groups, odd groups) rearranged:
+ * put back at the end, the final sum is the same bits. The sign flip to
+ * offset binary costs one xor of the packed bytes (q4), nothing (q5: folded
+ * into the ternary-logic OR, a | (~t & 0x10)) or one xor of the high bits
+ * before they are spread (q6). An unpaired last group takes the one-group
+ * step (its arrays are in natural order). While it runs, the NR rows pf
+ * rows further on are prefetched, one cache line per 64 bytes of each plane
+ * consumed (pf = 0: no prefetch). */
 #define NI_Q8PR_ROWS 4
 AVX512VNNIVBMIP static inline __attribute__((always_inline)) void q8pr_vnni_vbmi(
     const int bits, const int NR, const uint8_t *base, const uint8_t *high, const uint8_t *scales, ni_row_block rb,
     int64_t ngroups, const int8_t *xq, const int32_t *xo, const float *xe, ni_pf pf, float *out) {
     const int64_t hb = bits == 5 ? 8 : bits == 6 ? 16 : 0;
-    const __m256i m4y = _mm256_set1_epi8(0x0f);
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
     const __m512i sg = _mm512_set1_epi8((char)(1 << (bits - 1)));
+    const uint8_t *ctrl = bits == 5 ? ni_perm_ctrl5 : ni_perm_ctrl6;
+    /* the one-group control bytes of lanes 0–31 (low half) and 32–63 (high half), once per group of the pair */
+    const __m512i clo = _mm512_broadcast_i64x4(_mm256_load_si256((const __m256i *)ctrl));
+    const __m512i chi = _mm512_broadcast_i64x4(_mm256_load_si256((const __m256i *)(ctrl + 32)));
+    const __m512i hm = _mm512_set1_epi8(bits == 5 ? 0x10 : 0x30);
+    /* q5: the 8 high bytes of each group to qwords 0–3 and 4–7; q6: each group's two qwords to qwords 0,0,1,1 of its half */
+    const __m512i hsp = bits == 5 ? _mm512_setr_epi64(0, 0, 0, 0, 1, 1, 1, 1) : _mm512_setr_epi64(0, 0, 1, 1, 2, 2, 3, 3);
+    const __m512i sidx0 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
     const uint8_t *pb = base + pf.rows * rb.base, *ph = high + pf.rows * rb.high, *ps = scales + pf.rows * rb.scales;
-    __m512 acc0[NI_Q8PR_ROWS], acc1[NI_Q8PR_ROWS]; /* even and odd groups, as q8p_vnni_vbmi_nt */
-    float swf[NI_Q8PR_ROWS][16];                   /* the rows' scales of 16 groups (fp16 → fp32 is exact) */
-    for (int r = 0; r < NR; r++) acc0[r] = acc1[r] = _mm512_setzero_ps();
-    /* Codes as q8p_vnni_vbmi_nt has them: low nibbles of the 32 bytes in
-     * lanes 0..31, high nibbles in 32..63 (and/shift/insert, measured faster
-     * here than one broadcast and a variable shift). */
-#define NI_Q8PR_STEP(G, ACC)                                                                                          \
-    {                                                                                                                 \
-        const int64_t g = (G);                                                                                        \
-        ni_prefetch_step(pf, NR, g, pb, 32, ph, hb, ps, 2);                                                           \
-        if (!(g & 15)) {                                                                                              \
-            const __mmask16 sm = (__mmask16)(ngroups - g >= 16 ? 0xffff : (1u << (ngroups - g)) - 1);                 \
-            for (int r = 0; r < NR; r++)                                                                              \
-                _mm512_storeu_ps(swf[r], _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(sm, scales + r * rb.scales + 2 * g))); \
-        }                                                                                                             \
-        const __m512i xv = _mm512_loadu_si512((const void *)(xq + 64 * g));                                           \
-        const __m512i ov = _mm512_loadu_si512((const void *)(xo + 16 * g));                                           \
-        const __m512 ev = _mm512_loadu_ps(xe + 16 * g);                                                               \
-        for (int r = 0; r < NR; r++) {                                                                                \
-            __m256i b = _mm256_loadu_si256((const __m256i *)(base + r * rb.base + 32 * g));                           \
-            __m512i wv = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(b, m4y)),                         \
-                                            _mm256_and_si256(_mm256_srli_epi16(b, 4), m4y), 1);                       \
-            if (bits != 4) wv = ni_perm_or_high_vbmi(bits, wv, high + r * rb.high + hb * g);                          \
-            wv = _mm512_xor_si512(wv, sg);                                                                            \
-            __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(ov, wv, xv)), ev);                        \
-            ACC[r] = _mm512_fmadd_ps(v, _mm512_set1_ps(swf[r][g & 15]), ACC[r]);                                      \
-        }                                                                                                             \
+    __m512 alo[NI_Q8PR_ROWS], ahi[NI_Q8PR_ROWS];
+    __m512 sw[NI_Q8PR_ROWS]; /* the rows' scales of 16 groups (fp16 → fp32 is exact) */
+    for (int r = 0; r < NR; r++) alo[r] = ahi[r] = sw[r] = _mm512_setzero_ps();
+    int64_t g = 0;
+    for (; g + 2 <= ngroups; g += 2) {
+        ni_prefetch_step(pf, NR, g, pb, 32, ph, hb, ps, 2);
+        ni_prefetch_step(pf, NR, g + 1, pb, 32, ph, hb, ps, 2);
+        if (!(g & 15)) {
+            const __mmask16 sm = (__mmask16)(ngroups - g >= 16 ? 0xffff : (1u << (ngroups - g)) - 1);
+            for (int r = 0; r < NR; r++)
+                sw[r] = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(sm, scales + r * rb.scales + 2 * g));
+        }
+        const __m512i sidx = _mm512_add_epi32(sidx0, _mm512_set1_epi32((int)(g & 15)));
+        const __m512i xlo = _mm512_loadu_si512((const void *)(xq + 64 * g));
+        const __m512i xhi = _mm512_loadu_si512((const void *)(xq + 64 * g + 64));
+        const __m512i olo = _mm512_loadu_si512((const void *)(xo + 16 * g));
+        const __m512i ohi = _mm512_loadu_si512((const void *)(xo + 16 * g + 16));
+        const __m512 elo = _mm512_loadu_ps(xe + 16 * g), ehi = _mm512_loadu_ps(xe + 16 * g + 16);
+        for (int r = 0; r < NR; r++) {
+            __m512i b = _mm512_loadu_si512((const void *)(base + r * rb.base + 32 * g));
+            if (bits == 4) b = _mm512_xor_si512(b, _mm512_set1_epi8((char)0x88));
+            __m512i lo = _mm512_and_si512(b, m4), hi = _mm512_and_si512(_mm512_srli_epi16(b, 4), m4);
+            if (bits == 5) {
+                const __m512i src = _mm512_permutexvar_epi64(
+                    hsp, _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(high + r * rb.high + 8 * g))));
+                lo = _mm512_ternarylogic_epi32(lo, _mm512_multishift_epi64_epi8(clo, src), hm, 0xF2); /* a | (~b & c) */
+                hi = _mm512_ternarylogic_epi32(hi, _mm512_multishift_epi64_epi8(chi, src), hm, 0xF2);
+            } else if (bits == 6) {
+                __m512i src = _mm512_permutexvar_epi64(
+                    hsp, _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(high + r * rb.high + 16 * g))));
+                src = _mm512_xor_si512(src, _mm512_set1_epi8((char)0xAA)); /* bit 2L + 1 = bit 5 of lane L's code */
+                lo = _mm512_ternarylogic_epi32(lo, _mm512_multishift_epi64_epi8(clo, src), hm, 0xF8); /* a | (b & c) */
+                hi = _mm512_ternarylogic_epi32(hi, _mm512_multishift_epi64_epi8(chi, src), hm, 0xF8);
+            }
+            const __m512 s2 = _mm512_permutexvar_ps(sidx, sw[r]);
+            const __m512 vlo = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(olo, lo, xlo)), elo);
+            const __m512 vhi = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(ohi, hi, xhi)), ehi);
+            alo[r] = _mm512_fmadd_ps(vlo, s2, alo[r]);
+            ahi[r] = _mm512_fmadd_ps(vhi, s2, ahi[r]);
+        }
     }
-    int64_t g2 = 0;
-    for (; g2 + 2 <= ngroups; g2 += 2) {
-        NI_Q8PR_STEP(g2, acc0)
-        NI_Q8PR_STEP(g2 + 1, acc1)
+    const __m512i even = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
+    const __m512i odd = _mm512_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+    const __m256i m4y = _mm256_set1_epi8(0x0f);
+    if (g < ngroups) ni_prefetch_step(pf, NR, g, pb, 32, ph, hb, ps, 2);
+    for (int r = 0; r < NR; r++) {
+        __m512 acc0 = _mm512_permutex2var_ps(alo[r], even, ahi[r]), acc1 = _mm512_permutex2var_ps(alo[r], odd, ahi[r]);
+        if (g < ngroups) { /* the unpaired last group (even), as q8p_vnni_vbmi_nt's step */
+            __m256i b = _mm256_loadu_si256((const __m256i *)(base + r * rb.base + 32 * g));
+            __m512i wv = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(b, m4y)),
+                                            _mm256_and_si256(_mm256_srli_epi16(b, 4), m4y), 1);
+            if (bits != 4) wv = ni_perm_or_high_vbmi(bits, wv, high + r * rb.high + hb * g);
+            wv = _mm512_xor_si512(wv, sg);
+            const __m512i xv = _mm512_loadu_si512((const void *)(xq + 64 * g));
+            const __m512i ov = _mm512_loadu_si512((const void *)(xo + 16 * g));
+            const __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(ov, wv, xv)), _mm512_loadu_ps(xe + 16 * g));
+            const float s = _cvtsh_ss((unsigned short)(scales[r * rb.scales + 2 * g] | (scales[r * rb.scales + 2 * g + 1] << 8)));
+            acc0 = _mm512_fmadd_ps(v, _mm512_set1_ps(s), acc0);
+        }
+        out[r * NI_MT_TOKENS] = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
     }
-    if (g2 < ngroups) NI_Q8PR_STEP(g2, acc0)
-#undef NI_Q8PR_STEP
-    for (int r = 0; r < NR; r++) out[r * NI_MT_TOKENS] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[r], acc1[r]));
 }
 
 #define NI_Q8PR(B, R)                                                                                                 \

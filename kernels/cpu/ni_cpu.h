@@ -290,7 +290,9 @@ void ni_dot_q8_rows_avx512(const uint8_t *base, const uint8_t *scales, ni_row_bl
                            const float *x, ni_pf pf, float *out);
 /* rb.n rows of ni_q8p_groups_multi_vnni_vbmi (q4: of
  * ni_q8p_groups_multi_vnni, the same for q4) at one token (nt = 1), each
- * row's value bit-identical to it (needs AVX512_VBMI for every format): up
+ * row's value bit-identical to it (needs AVX512_VBMI for every format),
+ * with the token's xq, xo, xe in pair order (weights.c q8p_pair_order: two
+ * groups a step, avx2.c q8pr_vnni_vbmi): up
  * to 4 rows share each group's loads of the token, and the rows pf rows
  * further on (pf = 0: none; the caller keeps them inside the weight) are
  * prefetched as the planes are consumed. out[r·NI_MT_TOKENS]. */

@@ -265,6 +265,7 @@ typedef struct {
     int avxvnni;     /* the avx2 level's offset-binary q4–q6 bodies take AVX-VNNI dpbusd (avx2_vnni) */
     int rows_vbmi;   /* the int8 VNNI+VBMI multi-row GEMV applies (ni_q8p_rows_vnni_vbmi: q5/q6 with VBMI high
                         bits, q4 on a CPU with AVX512_VBMI) */
+    int rows_pair;   /* T = 1 on that route (ni_q8p_rows_vnni_vbmi): xq, xo, xe in pair order (q8p_pair_order) */
     int pf_rows;     /* GEMVs at T = 1 that take several rows per pass (int8 q4–q6 on VNNI+VBMI, fp32 q8 at
                         AVX-512, int8 q8 at AVX2): prefetch distance in rows; -1 = one row at a time (gemv_rows) */
     int pf_l2;       /* their prefetches fill L2 only (PREFETCHT1), else L1 too (prefetch_l2) */
@@ -725,7 +726,7 @@ static void mm_q8(const mm_args *a, int64_t n0, int64_t n1) {
                 const mm_planes rp = mm_row_planes(w, n);
                 const ni_row_block rb = {(int)(p.ne - n < RB ? p.ne - n : RB), w->gpr * w->base_bytes,
                                          w->gpr * w->high_bytes, 2 * w->gpr};
-                if (a->rows_vbmi && nt == 1 && a->pf_rows >= 0)
+                if (a->rows_pair)
                     ni_q8p_rows_vnni_vbmi((int)w->bits, rp.base, rp.high, rp.scales, rb, ngroups, xq, xo, xe,
                                           mm_pf(a, n, rb.n), ob);
                 else if (isa == NI_ISA_AVX2 && nt == 1 && a->pf_rows >= 0)
@@ -1035,6 +1036,24 @@ static int64_t q8_phase(int64_t off, int64_t ph) {
     return off + d;
 }
 
+/* Pair order of one token's int8 arrays for ni_q8p_rows_vnni_vbmi: in each
+ * pair of 64-value groups (2g, 2g + 1) of the permuted layout, the codes
+ * (64 bytes a group), offset lanes and expanded scales (16 lanes a group)
+ * go from [g0 lo, g0 hi, g1 lo, g1 hi] to [g0 lo, g1 lo, g0 hi, g1 hi] in
+ * 32-byte halves: the lanes a 64-byte load of both groups' nibbles meets
+ * after one and (low nibbles) or shift + and (high nibbles). An unpaired
+ * last group of the ngroups stays as it is. */
+static void q8p_pair_order(int8_t *xq, int32_t *xo, float *xe, int64_t ngroups) {
+    uint8_t *arr[3] = {(uint8_t *)xq, (uint8_t *)xo, (uint8_t *)xe};
+    for (int i = 0; i < 3; i++)
+        for (int64_t g = 0; g + 2 <= ngroups; g += 2) {
+            uint8_t tmp[32], *p = arr[i] + 64 * g;
+            memcpy(tmp, p + 32, 32);
+            memmove(p + 32, p + 64, 32);
+            memcpy(p + 64, tmp, 32);
+        }
+}
+
 void ni_matmul(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accumulate) {
     ni_matmul_act(c, w, x, y, accumulate, NI_ACT_F32);
 }
@@ -1105,6 +1124,9 @@ void ni_matmul_act(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accu
             for (int64_t t = 0; t < x.t; t++) ni_q8u_offsets_avx2((int)w->bits, xq + t * kpad, kpad / 64, xo + t * (kpad / 4));
             a.xo = xo;
         }
+        /* the T = 1 multi-row route (mm_q8) takes the token in pair order */
+        a.rows_pair = a.rows_vbmi && a.xo && c->isa == NI_ISA_AVX512 && x.t == 1 && a.pf_rows >= 0;
+        if (a.rows_pair) q8p_pair_order(xq, xo, xe, (w->k + w->group - 1) / w->group);
         a.xq = xq;
         a.xs = xs;
         a.xe = xe;

@@ -777,7 +777,7 @@ func checkRoutesBitIdentical(t *testing.T, isa string, cases []routeCase) {
 			continue
 		}
 		for _, f := range c.formats {
-			for _, k := range []int{1024, 330, 96} { // whole groups; a partial group; an odd number of q8 groups
+			for _, k := range []int{1024, 330, 96, 160, 1216} { // whole groups; a partial group; an odd number of q8 groups; of 64-value groups (3; 19: past a block of 16 scales)
 				for _, n := range []int{29, 30, 31} { // 2 threads' tasks of 8 rows: blocks of 8, then 5, 6 or 7
 					r := streams.Stream(c.name, string(f), fmt.Sprint(k), fmt.Sprint(n))
 					w := prep(t, b, randPacked(r, f, n, k))
