@@ -137,6 +137,26 @@ func ActivationsOf(be Backend) string {
 	return ActFP32
 }
 
+// Int8Formats returns those of formats (weight format names) whose decode
+// matmuls (T ≤ 16 tokens) run on int8 activations on be in its current
+// mode, in the order given: what auto resolved to on this CPU (weights
+// pinned by KeepFP32Activations, the MTP proposal head, stay fp32 whatever
+// their format). Backends without int8 activations (CUDA) return none.
+func Int8Formats(be Backend, formats []string) []string {
+	c, ok := be.(*CPU)
+	if !ok {
+		return nil
+	}
+	k := c.ops.k.(cpuKernels)
+	var out []string
+	for _, f := range formats {
+		if int8Act(*k.act, k.autoQ8, format.Format(f)) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 // VNNI reports whether the avx512 level's int8 kernels use AVX512_VNNI.
 func VNNI() bool { return cpu.HasVNNI() }
 

@@ -434,6 +434,42 @@ func TestInt8ActAutoFormats(t *testing.T) {
 	}
 }
 
+// TestInt8Formats: the formats Int8Formats reports are those the CPU
+// backend's kernels run on int8 at decode in each mode, in the given order.
+func TestInt8Formats(t *testing.T) {
+	names := []string{string(format.BF16), string(format.Q8G32), string(format.Q4G64), string(format.FP32), string(format.Q6G64), string(format.Q5G64)}
+	for _, isa := range []string{"scalar", "avx2", "avx512"} {
+		b, err := NewCPU(CPUOptions{Threads: 1, ISA: isa})
+		if err != nil {
+			t.Logf("skipping %s: %v", isa, err)
+			continue
+		}
+		q8 := []string{}
+		if autoQ8Int8(isa) {
+			q8 = []string{string(format.Q8G32)}
+		}
+		for _, c := range []struct {
+			mode string
+			want []string
+		}{
+			{ActFP32, nil},
+			{ActInt8, []string{string(format.Q8G32), string(format.Q4G64), string(format.Q6G64), string(format.Q5G64)}},
+			{ActAuto, append(q8, string(format.Q4G64), string(format.Q6G64), string(format.Q5G64))},
+		} {
+			if err := b.SetActivations(c.mode); err != nil {
+				t.Fatal(err)
+			}
+			if got := Int8Formats(b, names); strings.Join(got, ",") != strings.Join(c.want, ",") {
+				t.Errorf("%s/%s: Int8Formats = %v, want %v", isa, c.mode, got, c.want)
+			}
+		}
+		b.Close()
+	}
+	if got := Int8Formats(nil, names); got != nil {
+		t.Errorf("Int8Formats of a non-CPU backend = %v, want none", got)
+	}
+}
+
 func TestParseActivations(t *testing.T) {
 	for in, want := range map[string]string{"": ActFP32, "auto": ActAuto, "int8": ActInt8, "fp32": ActFP32, "int8-all": ActInt8All} {
 		if got, err := ParseActivations(in); err != nil || got != want {

@@ -244,7 +244,7 @@ func open(p Params, env Env, tests []Test) (s *session, err error) {
 		backend: beName, threads: be.Threads(), graph: graph, maxCtx: maxCtx, corpusTokens: len(ids),
 		loadSeconds: loadEnd.Sub(loadStart).Seconds(), uploadSeconds: uploadEnd.Sub(uploadStart).Seconds(),
 		afterWeights: afterWeights, afterStartup: afterStartup, isa: isaOf(be), device: deviceOf(be),
-		activations: backend.ActivationsOf(be),
+		activations: backend.ActivationsOf(be), int8Formats: backend.Int8Formats(be, w.File().Formats()),
 	})
 	return s, err
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/ninfer/ninfer/pkg/backend"
 	"github.com/ninfer/ninfer/pkg/benchfmt"
@@ -16,7 +17,8 @@ type runFacts struct {
 	backend       string
 	threads       int
 	isa           string
-	activations   string // backend.ActivationsOf
+	activations   string   // backend.ActivationsOf
+	int8Formats   []string // backend.Int8Formats of the artifact's formats
 	graph         bool
 	maxCtx        int
 	corpusTokens  int
@@ -61,6 +63,12 @@ func runLine(p Params, env Env, w *loader.Weights, real arenas, f runFacts) (*be
 	}
 	if f.activations != "" {
 		e.Extra = append(e.Extra, benchfmt.RawField{Key: "activations", JSON: benchfmt.QuoteString(f.activations)})
+		// the formats whose decode matmuls ran int8 (what auto resolved to here)
+		names := make([]string, len(f.int8Formats))
+		for i, n := range f.int8Formats {
+			names[i] = benchfmt.QuoteString(n)
+		}
+		e.Extra = append(e.Extra, benchfmt.RawField{Key: "activations_int8", JSON: "[" + strings.Join(names, ",") + "]"})
 	}
 
 	sig, err := af.PrefillSignature()

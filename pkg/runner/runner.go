@@ -246,6 +246,12 @@ func Open(o Options) (r *Runner, err error) {
 	isa := "" // the CPU backend's instruction set, with its integer-dot extensions
 	if x, ok := r.be.(interface{ ISADetail() string }); ok {
 		isa = ", " + x.ISADetail()
+		// what the activation mode resolved to on this CPU
+		act := "int8 decode activations: none"
+		if f := backend.Int8Formats(r.be, r.w.File().Formats()); len(f) > 0 {
+			act = "int8 decode activations: " + strings.Join(f, " ")
+		}
+		isa += ", " + act
 	}
 	logf("loaded in %.2f s: backend %s (%d threads%s), max context %d, prefill chunk %d, kv %s",
 		time.Since(start).Seconds(), r.beName, r.be.Threads(), isa, eff.MaxContext, eff.PrefillChunk, kvName(eff.KVDtype))
