@@ -88,6 +88,12 @@ typedef struct {
  * encoded size. */
 int ni_weight_init(ni_weight *w, int fmt, int64_t n, int64_t k, const void *data, int64_t bytes);
 
+/* Rows [r0, r1) of w as a weight of their own (out): the same planes, the
+ * plane offsets moved by r0 rows, so every kernel computes each of those
+ * rows exactly as it does in w. For fp32, bf16 and q4–q8 weights (0);
+ * -1 for other formats or a bad range. */
+int ni_weight_rows(const ni_weight *w, int64_t r0, int64_t r1, ni_weight *out);
+
 /* Decodes row r of w into out[0..k) (fp32). */
 void ni_weight_decode_row(const ni_weight *w, int64_t r, float *out);
 

@@ -133,6 +133,20 @@ func NewWeight(fmt int, n, k int64, data unsafe.Pointer, bytes int64) (*Weight, 
 	return nil, errors.New("invalid shape or format")
 }
 
+// Rows returns rows [r0, r1) of w as a weight of their own (the same
+// memory; each row computes exactly as in w), or false for a format without
+// row views (nvfp4, fp8-row) or a bad range. Its Bytes is -1.
+func (w *Weight) Rows(r0, r1 int64) (*Weight, bool) {
+	v := &Weight{}
+	if C.ni_weight_rows(&w.w, C.int64_t(r0), C.int64_t(r1), &v.w) != 0 {
+		return nil, false
+	}
+	return v, true
+}
+
+// N is the weight's row count.
+func (w *Weight) N() int64 { return int64(w.w.n) }
+
 // Bytes is the encoded size of the weight.
 func (w *Weight) Bytes() int64 { return int64(w.w.bytes) }
 

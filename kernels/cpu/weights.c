@@ -135,6 +135,29 @@ int ni_weight_init(ni_weight *w, int fmt, int64_t n, int64_t k, const void *data
     return bytes == w->bytes ? 0 : -2;
 }
 
+int ni_weight_rows(const ni_weight *w, int64_t r0, int64_t r1, ni_weight *out) {
+    if (r0 < 0 || r1 > w->n || r0 >= r1) return -1;
+    *out = *w;
+    out->n = r1 - r0;
+    switch (w->fmt) {
+    case NI_W_F32: out->data = w->data + r0 * w->k * 4; break;
+    case NI_W_BF16: out->data = w->data + r0 * w->k * 2; break;
+    case NI_W_Q4:
+    case NI_W_Q5:
+    case NI_W_Q6:
+    case NI_W_Q8: {
+        const int64_t g0 = r0 * w->gpr, shift = g0 * w->base_bytes; /* data moves by the base plane's rows */
+        out->data = w->data + shift;
+        out->high_off = w->high_off + g0 * w->high_bytes - shift;
+        out->scale_off = w->scale_off + g0 * 2 - shift;
+        break;
+    }
+    default: return -1;
+    }
+    out->bytes = -1; /* a view: not an encoded payload of its own */
+    return 0;
+}
+
 /* Decodes cnt lanes of grouped-integer group gi (scale · signed code). */
 static void decode_group_int(int isa, const ni_weight *w, int64_t gi, int cnt, float *out) {
     const uint8_t *sp = w->data + w->scale_off + 2 * gi;

@@ -95,7 +95,7 @@ func (k cpuKernels) matmulQ8(w any, x, y rows, acc bool) {
 		}
 		return
 	}
-	k.ctx.MatmulAct(w.(*cpu.Weight), cr(x), cr(y), acc, cpu.ActQ8)
+	k.pieces(w.(*cpu.Weight), x, y, func(w *cpu.Weight, y rows) { k.ctx.MatmulAct(w, cr(x), cr(y), acc, cpu.ActQ8) })
 }
 
 // SetActivations sets the activation mode (ParseActivations).

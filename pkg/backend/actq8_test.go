@@ -871,3 +871,52 @@ func TestISADetail(t *testing.T) {
 		b.Close()
 	}
 }
+
+// TestMatMulPiecesBitIdentical: a decode-sized matmul by a weight larger
+// than pieceBytes runs as row pieces (cpuKernels.pieces, cpu.Weight.Rows)
+// with the bits of one call, for every format (nvfp4 and fp8-row, without
+// row views, run whole) and activation mode, at T = 1 and 4; T = 17 is not
+// split.
+func TestMatMulPiecesBitIdentical(t *testing.T) {
+	for _, isa := range []string{"scalar", "avx2", "avx512"} {
+		b, err := NewCPU(CPUOptions{Threads: 2, ISA: isa, AlwaysParallel: true})
+		if err != nil {
+			t.Logf("skipping %s: %v", isa, err)
+			continue
+		}
+		streams := numtest.NewSource(t)
+		const k = 256
+		for _, f := range allFormats {
+			n := 300 // pieces of 128, 128 and 44 rows
+			if f == format.NVFP4 {
+				n = 384 // its shape rule
+			}
+			r := streams.Stream(isa, string(f))
+			p := randPacked(r, f, n, k)
+			w := prep(t, b, p)
+			for _, act := range []string{ActFP32, ActAuto, ActInt8} {
+				if err := b.SetActivations(act); err != nil {
+					t.Fatal(err)
+				}
+				for _, T := range []int{1, 4, 17} {
+					x := randn(r, T*k, 1)
+					xv, yv := put(t, b, x), put(t, b, make([]float32, T*n))
+					run := func(pieces int64) []float32 {
+						kk := b.ops.k.(cpuKernels)
+						kk.pieceBytes = pieces
+						b.ops.k = kk
+						b.MatMul(Dense(yv, T, n), Dense(xv, T, k), w, false)
+						return get(t, b, yv, T*n)
+					}
+					want, got := run(0), run(1024)
+					for i := range want {
+						if got[i] != want[i] || math.IsNaN(float64(got[i])) {
+							t.Fatalf("%s/%s/%s/T=%d: y[%d] = %v in pieces, %v in one call", isa, f, act, T, i, got[i], want[i])
+						}
+					}
+				}
+			}
+		}
+		b.Close()
+	}
+}

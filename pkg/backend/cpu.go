@@ -91,7 +91,7 @@ func NewCPU(o CPUOptions) (*CPU, error) {
 		name = "avx512"
 	}
 	c := &CPU{ctx: ctx, threads: th, isa: name, bufs: map[*Buffer]struct{}{}}
-	c.ops.k = cpuKernels{ctx, &act, autoQ8Int8(name)}
+	c.ops.k = cpuKernels{ctx, &act, autoQ8Int8(name), pieceBytes}
 	return c, nil
 }
 
@@ -293,6 +293,46 @@ type cpuKernels struct {
 	// autoQ8 is autoQ8Int8 of the level, fixed at construction (the CPU's
 	// traits do not change; int8Act runs for every matmul)
 	autoQ8 bool
+	// pieceBytes: a decode-sized matmul (T ≤ cpu.SmallT) by a larger
+	// weight runs as row pieces of about this many bytes (pieces); 0 = never
+	pieceBytes int64
+}
+
+// pieceBytes is the most weight bytes one decode-sized matmul call streams:
+// 128 MiB, ~5 ms at 25 GB/s. A Go goroutine inside one cgo call for 10 ms
+// is force-preempted by the runtime's sysmon, which then takes its P and
+// polls every 20 µs for a while, each wake-up taking a CPU from the kernel
+// pool (an output head: 270 MB at the 0.8B shape in q8, ~12 ms on 2 cores).
+// Between pieces the step yields (runtime.Gosched, which also wakes an idle
+// thread of the Go runtime: 32 MiB pieces measured no faster; docs/PERF.md
+// "Eleventh session").
+const pieceBytes = 128 << 20
+
+// pieces runs matmul(w, y) on rows [r0, r1) pieces of w (and the matching
+// columns of y) when x is decode-sized and w larger than k.pieceBytes,
+// yielding to the Go scheduler between pieces; else once on all of w. Each
+// row is computed exactly as in one call (cpu.Weight.Rows).
+func (k cpuKernels) pieces(w *cpu.Weight, x, y rows, matmul func(w *cpu.Weight, y rows)) {
+	n := w.N()
+	if k.pieceBytes <= 0 || x.t > cpu.SmallT || w.Bytes() <= k.pieceBytes {
+		matmul(w, y)
+		return
+	}
+	per := max((k.pieceBytes*n/w.Bytes())/128*128, 128) // rows a piece: whole 128-row blocks
+	if _, ok := w.Rows(0, min(per, n)); !ok {
+		matmul(w, y) // a format without row views
+		return
+	}
+	for r0 := int64(0); r0 < n; r0 += per {
+		r1 := min(r0+per, n)
+		v, _ := w.Rows(r0, r1)
+		ys := y
+		ys.p, ys.d = unsafe.Add(y.p, 4*r0), int(r1-r0)
+		matmul(v, ys)
+		if r1 < n {
+			runtime.Gosched()
+		}
+	}
 }
 
 func cr(r rows) cpu.Rows { return cpu.Rows{P: r.p, T: r.t, H: r.h, D: r.d, LD: r.ld, HS: r.hs} }
@@ -308,7 +348,7 @@ func (k cpuKernels) embed(w any, ids unsafe.Pointer, out rows) int {
 	return k.ctx.Embed(w.(*cpu.Weight), ids, cr(out))
 }
 func (k cpuKernels) matmul(w any, x, y rows, acc bool) {
-	k.ctx.Matmul(w.(*cpu.Weight), cr(x), cr(y), acc)
+	k.pieces(w.(*cpu.Weight), x, y, func(w *cpu.Weight, y rows) { k.ctx.Matmul(w, cr(x), cr(y), acc) })
 }
 func (k cpuKernels) rmsnorm(x, y rows, w unsafe.Pointer, eps float32, zc bool) {
 	k.ctx.RMSNorm(cr(x), cr(y), w, eps, zc)
