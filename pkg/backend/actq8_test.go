@@ -920,3 +920,39 @@ func TestMatMulPiecesBitIdentical(t *testing.T) {
 		b.Close()
 	}
 }
+
+// BenchmarkMatMulInt8ActSize times one [N,1024] q5 matmul at T = 1 (int8,
+// the avx512 level, 2 threads) streamed from DRAM (copies cycled through
+// ≥ 256 MB) for N from 1024 to 98304 rows: bandwidth against size gives the
+// fixed cost of a decode matmul (docs/PERF.md "Eleventh session"):
+// go test ./pkg/backend -run '^$' -bench MatMulInt8ActSize.
+func BenchmarkMatMulInt8ActSize(b *testing.B) {
+	be, err := NewCPU(CPUOptions{Threads: 2, ISA: "avx512"})
+	if err != nil {
+		b.Skipf("no avx512 level: %v", err)
+	}
+	defer be.Close()
+	if err := be.SetActivations(ActInt8); err != nil {
+		b.Fatal(err)
+	}
+	r := numtest.NewSource(b).Stream("size")
+	const k = 1024
+	for _, n := range []int{1024, 2048, 6144, 24576, 98304} {
+		p := randPacked(r, format.Q5G64, n, k)
+		ws := make([]*Weight, 1+(256<<20)/len(p.bytes))
+		for i := range ws {
+			ws[i] = prepB(b, be, p)
+		}
+		xv, yv := putB(b, be, randn(r, k, 1)), putB(b, be, make([]float32, n))
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				be.MatMul(Dense(yv, 1, n), Dense(xv, 1, k), ws[i%len(ws)], false)
+				i++
+			}
+			ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+			b.ReportMetric(ns/1e3, "µs/op")
+			b.ReportMetric(float64(len(p.bytes))/ns, "GB/s")
+		})
+	}
+}
