@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"time"
 	"unsafe"
 
 	"github.com/ninfer/ninfer/kernels/cpu"
@@ -91,7 +92,7 @@ func NewCPU(o CPUOptions) (*CPU, error) {
 		name = "avx512"
 	}
 	c := &CPU{ctx: ctx, threads: th, isa: name, bufs: map[*Buffer]struct{}{}}
-	c.ops.k = cpuKernels{ctx, &act, autoQ8Int8(name), pieceBytes}
+	c.ops.k = cpuKernels{ctx, &act, autoQ8Int8(name), pieceBytes, &schedClock{}}
 	return c, nil
 }
 
@@ -296,6 +297,29 @@ type cpuKernels struct {
 	// pieceBytes: a decode-sized matmul (T ≤ cpu.SmallT) by a larger
 	// weight runs as row pieces of about this many bytes (pieces); 0 = never
 	pieceBytes int64
+	sched      *schedClock // the backend's yields to the Go scheduler
+}
+
+// yieldEvery is how often the CPU backend yields to the Go scheduler
+// (schedClock.yield, checked before every matmul and matmul piece).
+const yieldEvery = 3 * time.Millisecond
+
+// schedClock times the CPU backend's yields to the Go scheduler. A
+// goroutine that runs back-to-back cgo calls (this backend's ops) is not
+// rescheduled; after 10 ms the Go runtime's sysmon force-preempts it, takes
+// its P at the next call and then polls every 20 µs for a while, each
+// wake-up taking a CPU from the kernel pool's threads. runtime.Gosched
+// bumps the goroutine's scheduling tick but also wakes an idle Go thread
+// (wakep), so it runs when the last one is yieldEvery old: with a matmul
+// (piece) at most ~5 ms after it, within the 10 ms (docs/PERF.md
+// "Eleventh session").
+type schedClock struct{ last time.Time }
+
+func (c *schedClock) yield() {
+	if now := time.Now(); now.Sub(c.last) >= yieldEvery {
+		runtime.Gosched()
+		c.last = now
+	}
 }
 
 // pieceBytes is the most weight bytes one decode-sized matmul call streams:
@@ -303,35 +327,35 @@ type cpuKernels struct {
 // is force-preempted by the runtime's sysmon, which then takes its P and
 // polls every 20 µs for a while, each wake-up taking a CPU from the kernel
 // pool (an output head: 270 MB at the 0.8B shape in q8, ~12 ms on 2 cores).
-// Between pieces the step yields (runtime.Gosched, which also wakes an idle
-// thread of the Go runtime: 32 MiB pieces measured no faster; docs/PERF.md
-// "Eleventh session").
+// The backend may yield between pieces (schedClock; 32 MiB pieces measured
+// no faster: docs/PERF.md "Eleventh session").
 const pieceBytes = 128 << 20
 
 // pieces runs matmul(w, y) on rows [r0, r1) pieces of w (and the matching
-// columns of y) when x is decode-sized and w larger than k.pieceBytes,
-// yielding to the Go scheduler between pieces; else once on all of w. Each
-// row is computed exactly as in one call (cpu.Weight.Rows).
+// columns of y) when x is decode-sized and w larger than k.pieceBytes, else
+// once on all of w, offering the Go scheduler a yield before each call.
+// Each row is computed exactly as in one call (cpu.Weight.Rows).
 func (k cpuKernels) pieces(w *cpu.Weight, x, y rows, matmul func(w *cpu.Weight, y rows)) {
+	k.sched.yield()
 	n := w.N()
 	if k.pieceBytes <= 0 || x.t > cpu.SmallT || w.Bytes() <= k.pieceBytes {
 		matmul(w, y)
 		return
 	}
 	per := max((k.pieceBytes*n/w.Bytes())/128*128, 128) // rows a piece: whole 128-row blocks
-	if _, ok := w.Rows(0, min(per, n)); !ok {
-		matmul(w, y) // a format without row views
-		return
-	}
 	for r0 := int64(0); r0 < n; r0 += per {
 		r1 := min(r0+per, n)
-		v, _ := w.Rows(r0, r1)
+		v, ok := w.Rows(r0, r1)
+		if !ok { // a format without row views (known at the first piece)
+			matmul(w, y)
+			return
+		}
+		if r0 > 0 {
+			k.sched.yield()
+		}
 		ys := y
 		ys.p, ys.d = unsafe.Add(y.p, 4*r0), int(r1-r0)
 		matmul(v, ys)
-		if r1 < n {
-			runtime.Gosched()
-		}
 	}
 }
 

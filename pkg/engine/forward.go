@@ -2,8 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"runtime"
-	"time"
 
 	"github.com/ninfer/ninfer/pkg/backend"
 	"github.com/ninfer/ninfer/pkg/qwen35"
@@ -140,7 +138,6 @@ func (s *Sequence) body(T, outSlot int) (p stepper, x, xn backend.Tensor) {
 	be.Embed(x, e.embed, s.ids)
 	for i := range e.layers {
 		ly := &e.layers[i]
-		s.yield()
 		be.RMSNorm(xn, x, ly.inNorm, eps, true)
 		m := e.ws.Mark()
 		if ly.full {
@@ -154,25 +151,6 @@ func (s *Sequence) body(T, outSlot int) (p stepper, x, xn backend.Tensor) {
 		e.ws.Release(m)
 	}
 	return p, x, xn
-}
-
-// yieldEvery is how often a step yields to the Go scheduler (Sequence.yield).
-const yieldEvery = 3 * time.Millisecond
-
-// yield calls runtime.Gosched when the step last did so yieldEvery ago. A
-// goroutine that runs back-to-back cgo calls (the CPU backend's ops) is not
-// rescheduled; after 10 ms the Go runtime's sysmon force-preempts it, takes
-// its P at the next call and then polls every 20 µs for a while, each
-// wake-up taking a CPU from the kernel pool's threads. A Gosched bumps the
-// goroutine's scheduling tick, but also wakes an idle Go thread (wakep), so
-// once every 3 ms (called once a layer; a 128 MiB matmul piece, ~5 ms,
-// fits after it within the 10 ms) rather than once a layer: docs/PERF.md
-// "Eleventh session".
-func (s *Sequence) yield() {
-	if now := time.Now(); now.Sub(s.lastYield) >= yieldEvery {
-		runtime.Gosched()
-		s.lastYield = now
-	}
 }
 
 // attention is the gated full-attention mixer; it adds o_proj(...) into x.

@@ -3,7 +3,6 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/ninfer/ninfer/pkg/backend"
 	"github.com/ninfer/ninfer/pkg/layout"
@@ -32,8 +31,6 @@ type Sequence struct {
 	verifyT  int
 	graphs   *graphCache  // decode-step graphs (Options.CUDAGraph); nil = eager
 	sampler  backend.View // ctl.sampler: device sampling's state (Buf nil: none)
-
-	lastYield time.Time // the step's last runtime.Gosched (Sequence.yield)
 }
 
 // ErrContext is returned when a request would exceed the context limit.
