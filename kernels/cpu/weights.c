@@ -288,7 +288,8 @@ typedef struct {
     int avxvnni;     /* the avx2 level's offset-binary q4–q6 bodies take AVX-VNNI dpbusd (avx2_vnni) */
     int rows_vbmi;   /* the int8 VNNI+VBMI multi-row GEMV applies (ni_q8p_rows_vnni_vbmi: q5/q6 with VBMI high
                         bits, q4 on a CPU with AVX512_VBMI) */
-    int rows_pair;   /* T = 1 on that route (ni_q8p_rows_vnni_vbmi): xq, xo, xe in pair order (q8p_pair_order) */
+    int rows_pair;   /* that route at T ≤ NI_SMALL_T, once a token (q8p_rows_multi): each token's xq, xo, xe in
+                        pair order (q8p_pair_order) */
     int pf_rows;     /* GEMVs at T = 1 that take several rows per pass (int8 q4–q6 on VNNI+VBMI, fp32 q8 at
                         AVX-512, int8 q8 at AVX2): prefetch distance in rows; -1 = one row at a time (gemv_rows) */
     int pf_l2;       /* their prefetches fill L2 only (PREFETCHT1), else L1 too (prefetch_l2) */
@@ -749,9 +750,15 @@ static void mm_q8(const mm_args *a, int64_t n0, int64_t n1) {
                 const mm_planes rp = mm_row_planes(w, n);
                 const ni_row_block rb = {(int)(p.ne - n < RB ? p.ne - n : RB), w->gpr * w->base_bytes,
                                          w->gpr * w->high_bytes, 2 * w->gpr};
-                if (a->rows_pair)
-                    ni_q8p_rows_vnni_vbmi((int)w->bits, rp.base, rp.high, rp.scales, rb, ngroups, xq, xo, xe,
-                                          mm_pf(a, n, rb.n), ob);
+                if (a->rows_pair) { /* each token on the T = 1 kernel, the block of rows in cache after the first */
+                    float o1[RB * NI_MT_TOKENS]; /* the kernel's rows NI_MT_TOKENS apart */
+                    for (int j = 0; j < nt; j++) {
+                        ni_q8p_rows_vnni_vbmi((int)w->bits, rp.base, rp.high, rp.scales, rb, ngroups, xq + j * kpad,
+                                              xo + j * (kpad / 4), xe + j * 8 * nbk,
+                                              j == 0 ? mm_pf(a, n, rb.n) : (ni_pf){0, 0}, o1);
+                        for (int r = 0; r < rb.n; r++) ob[r * NI_MT_TOKENS + j] = o1[r * NI_MT_TOKENS];
+                    }
+                }
                 else if (isa == NI_ISA_AVX2 && nt == 1 && a->pf_rows >= 0)
                     (a->avxvnni ? ni_q8u_rows_avxvnni : ni_q8u_rows_avx2)((int)w->bits, rp.base, rp.high, rp.scales, rb,
                                                                           ngroups, xq, xo, xe, mm_pf(a, n, rb.n), ob);
@@ -1077,6 +1084,16 @@ static void q8p_pair_order(int8_t *xq, int32_t *xo, float *xe, int64_t ngroups) 
         }
 }
 
+/* Whether T tokens take the T = 1 VNNI+VBMI multi-row GEMV once a token
+ * (mm_q8): T = 1 always; 2 ≤ T ≤ NI_SMALL_T unless NINFER_CPU_ROWSMT=0
+ * (comparison switch; the same values either way: the T ≤ 4 body is
+ * bit-identical to the T = 1 one). */
+static int q8p_rows_multi(int64_t T) {
+    if (T == 1) return 1;
+    const char *e = getenv("NINFER_CPU_ROWSMT");
+    return !(e && strcmp(e, "0") == 0);
+}
+
 void ni_matmul(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accumulate) {
     ni_matmul_act(c, w, x, y, accumulate, NI_ACT_F32);
 }
@@ -1148,8 +1165,12 @@ void ni_matmul_act(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accu
             a.xo = xo;
         }
         /* the T = 1 multi-row route (mm_q8) takes the token in pair order */
-        a.rows_pair = a.rows_vbmi && a.xo && c->isa == NI_ISA_AVX512 && x.t == 1 && a.pf_rows >= 0;
-        if (a.rows_pair) q8p_pair_order(xq, xo, xe, (w->k + w->group - 1) / w->group);
+        a.rows_pair = a.rows_vbmi && a.xo && c->isa == NI_ISA_AVX512 && gemv_rows() >= 0 && q8p_rows_multi(x.t);
+        if (a.rows_pair) {
+            a.pf_rows = gemv_rows();
+            for (int64_t t = 0; t < x.t; t++)
+                q8p_pair_order(xq + t * kpad, xo + t * (kpad / 4), xe + t * 8 * nbk, (w->k + w->group - 1) / w->group);
+        }
         a.xq = xq;
         a.xs = xs;
         a.xe = xe;

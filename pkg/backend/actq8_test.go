@@ -783,6 +783,7 @@ func TestAVX512RoutesBitIdentical(t *testing.T) {
 		{"q8w", "NINFER_CPU_Q8W", "legacy", VNNI, []format.Format{format.Q8G32}, []string{ActInt8}},
 		{"multirow-vbmi", "NINFER_CPU_MULTIROW", "0", VBMI, []format.Format{format.Q4G64, format.Q5G64, format.Q6G64}, []string{ActInt8}},
 		{"multirow-q8", "NINFER_CPU_MULTIROW", "0", func() bool { return true }, []format.Format{format.Q8G32}, []string{ActFP32, ActInt8}},
+		{"rows-per-token", "NINFER_CPU_ROWSMT", "0", VBMI, []format.Format{format.Q4G64, format.Q5G64, format.Q6G64}, []string{ActInt8}},
 	})
 }
 
