@@ -290,6 +290,8 @@ typedef struct {
                         bits, q4 on a CPU with AVX512_VBMI) */
     int rows_pair;   /* that route at T ≤ NI_SMALL_T, once a token (q8p_rows_multi): each token's xq, xo, xe in
                         pair order (q8p_pair_order) */
+    int rows_mt;     /* 2 ≤ T ≤ NI_SMALL_T at avx2, int8 q4 and q8: the one-token multi-row GEMVs run once a token
+                        (q8p_rows_multi; at avx512 the VNNI+VBMI q4–q6 one: rows_pair) */
     int pf_rows;     /* GEMVs at T = 1 that take several rows per pass (int8 q4–q6 on VNNI+VBMI, fp32 q8 at
                         AVX-512, int8 q8 at AVX2): prefetch distance in rows; -1 = one row at a time (gemv_rows) */
     int pf_l2;       /* their prefetches fill L2 only (PREFETCHT1), else L1 too (prefetch_l2) */
@@ -725,6 +727,20 @@ int ni_cpu_set_vnni(int on) {
     return old;
 }
 
+/* A pass's nt tokens through a one-token multi-row GEMV, ONE (writing row
+ * r of token j at o1[r·STRIDE], prefetching by pfj), on the block of rb.n
+ * rows at n: the block streamed and prefetched for the first token, read
+ * from cache for the others; token j's row r lands at ob[r·NI_MT_TOKENS + j]. */
+#define MM_PER_TOKEN(ONE, STRIDE)                                                                                     \
+    {                                                                                                                 \
+        float o1[RB * NI_MT_TOKENS];                                                                                  \
+        for (int j = 0; j < nt; j++) {                                                                                \
+            const ni_pf pfj = j == 0 ? mm_pf(a, n, rb.n) : (ni_pf){0, 0};                                             \
+            ONE;                                                                                                      \
+            for (int r = 0; r < rb.n; r++) ob[r * NI_MT_TOKENS + j] = o1[r * (STRIDE)];                               \
+        }                                                                                                             \
+    }
+
 /* T ≤ NI_SMALL_T, q4–q8 weights, quantized tokens: each row is streamed once
  * per block of NI_MT_TOKENS tokens; only the groups that hold columns < K
  * are visited (the quantized rows are zero past K). */
@@ -750,18 +766,15 @@ static void mm_q8(const mm_args *a, int64_t n0, int64_t n1) {
                 const mm_planes rp = mm_row_planes(w, n);
                 const ni_row_block rb = {(int)(p.ne - n < RB ? p.ne - n : RB), w->gpr * w->base_bytes,
                                          w->gpr * w->high_bytes, 2 * w->gpr};
-                if (a->rows_pair) { /* each token on the T = 1 kernel, the block of rows in cache after the first */
-                    float o1[RB * NI_MT_TOKENS]; /* the kernel's rows NI_MT_TOKENS apart */
-                    for (int j = 0; j < nt; j++) {
-                        ni_q8p_rows_vnni_vbmi((int)w->bits, rp.base, rp.high, rp.scales, rb, ngroups, xq + j * kpad,
-                                              xo + j * (kpad / 4), xe + j * 8 * nbk,
-                                              j == 0 ? mm_pf(a, n, rb.n) : (ni_pf){0, 0}, o1);
-                        for (int r = 0; r < rb.n; r++) ob[r * NI_MT_TOKENS + j] = o1[r * NI_MT_TOKENS];
-                    }
-                }
-                else if (isa == NI_ISA_AVX2 && nt == 1 && a->pf_rows >= 0)
-                    (a->avxvnni ? ni_q8u_rows_avxvnni : ni_q8u_rows_avx2)((int)w->bits, rp.base, rp.high, rp.scales, rb,
-                                                                          ngroups, xq, xo, xe, mm_pf(a, n, rb.n), ob);
+                if (a->rows_pair)
+                    MM_PER_TOKEN(ni_q8p_rows_vnni_vbmi((int)w->bits, rp.base, rp.high, rp.scales, rb, ngroups,
+                                                       xq + j * kpad, xo + j * (kpad / 4), xe + j * 8 * nbk, pfj, o1),
+                                 NI_MT_TOKENS)
+                else if (isa == NI_ISA_AVX2 && (nt == 1 || a->rows_mt) && a->pf_rows >= 0)
+                    MM_PER_TOKEN((a->avxvnni ? ni_q8u_rows_avxvnni : ni_q8u_rows_avx2)(
+                                     (int)w->bits, rp.base, rp.high, rp.scales, rb, ngroups, xq + j * kpad,
+                                     xo + j * (kpad / 4), xe + j * 8 * nbk, pfj, o1),
+                                 NI_MT_TOKENS)
                 else if (isa == NI_ISA_AVX2)
                     (a->avxvnni ? ni_q8u_groups_multi_avxvnni : ni_q8u_groups_multi_avx2)(
                         (int)w->bits, rp.base, rp.high, rp.scales, rb, ngroups, xq, kpad, xo, kpad / 4, xe, 8 * nbk, nt,
@@ -775,20 +788,24 @@ static void mm_q8(const mm_args *a, int64_t n0, int64_t n1) {
             }
             continue;
         }
-        if (w->bits == 8 && nt == 1 && a->pf_rows >= 0 && (isa == NI_ISA_AVX2 || (vnni && a->xo))) {
+        if (w->bits == 8 && (nt == 1 || a->rows_mt) && a->pf_rows >= 0 && (isa == NI_ISA_AVX2 || (vnni && a->xo))) {
             /* q8: rows of 4, prefetched */
             enum { RB = 16 };
-            float ob[RB];
+            float ob[RB * NI_MT_TOKENS];
+            const int8_t *xq = a->xq + t0 * kpad;
+            const float *xe = a->xe + t0 * 8 * nbk;
             for (int64_t n = p.nc; n < p.ne; n += RB) {
                 const mm_planes rp = mm_row_planes(w, n);
                 const ni_row_block rb = {(int)(p.ne - n < RB ? p.ne - n : RB), w->gpr * w->base_bytes, 0, 2 * w->gpr};
                 if (isa == NI_ISA_AVX2)
-                    ni_q8_rows_avx2(rp.base, rp.scales, rb, ngroups, a->xq + t0 * kpad, a->xe + t0 * 8 * nbk,
-                                    mm_pf(a, n, rb.n), ob);
+                    MM_PER_TOKEN(ni_q8_rows_avx2(rp.base, rp.scales, rb, ngroups, xq + j * kpad, xe + j * 8 * nbk, pfj, o1),
+                                 1)
                 else
-                    ni_q8w_rows_vnni(rp.base, rp.scales, rb, ngroups, a->xq + t0 * kpad, a->xo + t0 * (kpad / 4),
-                                     a->xe + t0 * 8 * nbk, mm_pf(a, n, rb.n), ob);
-                for (int r = 0; r < rb.n; r++) mm_store(a, t0, n + r, ob[r]);
+                    MM_PER_TOKEN(ni_q8w_rows_vnni(rp.base, rp.scales, rb, ngroups, xq + j * kpad,
+                                                  a->xo + (t0 + j) * (kpad / 4), xe + j * 8 * nbk, pfj, o1),
+                                 1)
+                for (int r = 0; r < rb.n; r++)
+                    for (int j = 0; j < nt; j++) mm_store(a, t0 + j, n + r, ob[r * NI_MT_TOKENS + j]);
             }
             continue;
         }
@@ -1166,6 +1183,11 @@ void ni_matmul_act(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accu
         }
         /* the T = 1 multi-row route (mm_q8) takes the token in pair order */
         a.rows_pair = a.rows_vbmi && a.xo && c->isa == NI_ISA_AVX512 && gemv_rows() >= 0 && q8p_rows_multi(x.t);
+        /* at avx2 where measured faster (q4, q8: cheap decodes; the q5/q6 T ≤ 4 body decodes a group once for
+         * all its tokens and stays: docs/PERF.md "Twelfth session") */
+        a.rows_mt = x.t > 1 && gemv_rows() >= 0 && q8p_rows_multi(x.t) && c->isa == NI_ISA_AVX2 &&
+                    (w->bits == 4 || w->bits == 8);
+        if (a.rows_mt) a.pf_rows = gemv_rows();
         if (a.rows_pair) {
             a.pf_rows = gemv_rows();
             for (int64_t t = 0; t < x.t; t++)

@@ -798,6 +798,7 @@ func TestAVX2RoutesBitIdentical(t *testing.T) {
 		{"avxvnni", "NINFER_CPU_AVXVNNI", "0", AVXVNNI, []format.Format{format.Q4G64, format.Q5G64, format.Q6G64}, []string{ActInt8}},
 		{"multirow-q8", "NINFER_CPU_MULTIROW", "0", func() bool { return true }, []format.Format{format.Q8G32}, []string{ActInt8}},
 		{"multirow-q4-q6", "NINFER_CPU_MULTIROW", "0", func() bool { return true }, []format.Format{format.Q4G64, format.Q5G64, format.Q6G64}, []string{ActInt8}},
+		{"rows-per-token", "NINFER_CPU_ROWSMT", "0", func() bool { return true }, []format.Format{format.Q4G64, format.Q8G32}, []string{ActInt8}},
 	})
 }
 
