@@ -288,10 +288,10 @@ typedef struct {
     int avxvnni;     /* the avx2 level's offset-binary q4–q6 bodies take AVX-VNNI dpbusd (avx2_vnni) */
     int rows_vbmi;   /* the int8 VNNI+VBMI multi-row GEMV applies (ni_q8p_rows_vnni_vbmi: q5/q6 with VBMI high
                         bits, q4 on a CPU with AVX512_VBMI) */
-    int rows_pair;   /* that route at T ≤ NI_SMALL_T, once a token (q8p_rows_multi): each token's xq, xo, xe in
+    int rows_pair;   /* that route at T ≤ ROWS_MT_VBMI, once a token (q8p_rows_multi): each token's xq, xo, xe in
                         pair order (q8p_pair_order) */
-    int rows_mt;     /* 2 ≤ T ≤ NI_SMALL_T at avx2, int8 q4 and q8: the one-token multi-row GEMVs run once a token
-                        (q8p_rows_multi; at avx512 the VNNI+VBMI q4–q6 one: rows_pair) */
+    int rows_mt;     /* 2 ≤ T at avx2, int8 q4 (T ≤ 4) and q8 (T ≤ 8): the one-token multi-row GEMVs run once a
+                        token (q8p_rows_multi; at avx512 the VNNI+VBMI q4–q6 one: rows_pair) */
     int pf_rows;     /* GEMVs at T = 1 that take several rows per pass (int8 q4–q6 on VNNI+VBMI, fp32 q8 at
                         AVX-512, int8 q8 at AVX2): prefetch distance in rows; -1 = one row at a time (gemv_rows) */
     int pf_l2;       /* their prefetches fill L2 only (PREFETCHT1), else L1 too (prefetch_l2) */
@@ -1101,12 +1101,19 @@ static void q8p_pair_order(int8_t *xq, int32_t *xo, float *xe, int64_t ngroups) 
         }
 }
 
-/* Whether T tokens take the T = 1 VNNI+VBMI multi-row GEMV once a token
- * (mm_q8): T = 1 always; 2 ≤ T ≤ NI_SMALL_T unless NINFER_CPU_ROWSMT=0
- * (comparison switch; the same values either way: the T ≤ 4 body is
- * bit-identical to the T = 1 one). */
-static int q8p_rows_multi(int64_t T) {
+/* Whether T tokens take a one-token multi-row GEMV once a token (mm_q8):
+ * T = 1 always; 2 ≤ T ≤ tmax unless NINFER_CPU_ROWSMT=0 (comparison
+ * switch; the same values either way: the NT-token bodies are
+ * bit-identical to the one-token ones). tmax is where it stopped paying
+ * (pp4–pp16 at the 0.8B shape, docs/PERF.md "Twelfth session"): past it
+ * the rows are cache-resident across the passes and the NT-token body's
+ * decode once for four tokens wins. */
+#define ROWS_MT_VBMI 12    /* int8 q4–q6 at avx512 with VNNI + VBMI */
+#define ROWS_MT_AVX2_Q8 8  /* int8 q8 at avx2 */
+#define ROWS_MT_AVX2_Q4 4  /* int8 q4 at avx2 */
+static int q8p_rows_multi(int64_t T, int64_t tmax) {
     if (T == 1) return 1;
+    if (T > tmax) return 0;
     const char *e = getenv("NINFER_CPU_ROWSMT");
     return !(e && strcmp(e, "0") == 0);
 }
@@ -1182,11 +1189,13 @@ void ni_matmul_act(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accu
             a.xo = xo;
         }
         /* the T = 1 multi-row route (mm_q8) takes the token in pair order */
-        a.rows_pair = a.rows_vbmi && a.xo && c->isa == NI_ISA_AVX512 && gemv_rows() >= 0 && q8p_rows_multi(x.t);
+        a.rows_pair = a.rows_vbmi && a.xo && c->isa == NI_ISA_AVX512 && gemv_rows() >= 0 &&
+                      q8p_rows_multi(x.t, ROWS_MT_VBMI);
         /* at avx2 where measured faster (q4, q8: cheap decodes; the q5/q6 T ≤ 4 body decodes a group once for
          * all its tokens and stays: docs/PERF.md "Twelfth session") */
-        a.rows_mt = x.t > 1 && gemv_rows() >= 0 && q8p_rows_multi(x.t) && c->isa == NI_ISA_AVX2 &&
-                    (w->bits == 4 || w->bits == 8);
+        a.rows_mt = x.t > 1 && gemv_rows() >= 0 && c->isa == NI_ISA_AVX2 &&
+                    ((w->bits == 4 && q8p_rows_multi(x.t, ROWS_MT_AVX2_Q4)) ||
+                     (w->bits == 8 && q8p_rows_multi(x.t, ROWS_MT_AVX2_Q8)));
         if (a.rows_mt) a.pf_rows = gemv_rows();
         if (a.rows_pair) {
             a.pf_rows = gemv_rows();
