@@ -728,6 +728,7 @@ AVX512VNNI static inline __attribute__((always_inline)) void q8_vnni_nt(const in
 #define NI_Q8W_STEP(I, ACC)                                                                                           \
     {                                                                                                                 \
         const int64_t s = s0 + (I);                                                                                   \
+        ni_prefetch_step(pf, 1, s, pb, 64, NULL, 0, ps, 4);                                                           \
         __m512i wv = 2 * s + 1 < ngroups ? _mm512_loadu_si512((const void *)(base + 64 * s))                          \
                                          : _mm512_maskz_loadu_epi8(0xffffffffull, base + 64 * s);                     \
         wv = _mm512_xor_si512(wv, flip);                                                                              \
@@ -743,7 +744,8 @@ AVX512VNNI static inline __attribute__((always_inline)) void q8_vnni_nt(const in
 AVX512VNNI static inline __attribute__((always_inline)) void q8w_vnni_nt(const uint8_t *base, const uint8_t *scales,
                                                                      int64_t ngroups, const int8_t *xq, int64_t ldq,
                                                                      const int32_t *xo, int64_t ldo, const float *xe,
-                                                                     int64_t lde, const int NT, float *out) {
+                                                                     int64_t lde, const int NT, const uint8_t *pb,
+                                                                     const uint8_t *ps, ni_pf pf, float *out) {
     const int64_t steps = (ngroups + 1) / 2;
     const __m512i flip = _mm512_set1_epi8((char)0x80);
     const __m512i pair = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
@@ -765,12 +767,13 @@ AVX512VNNI static inline __attribute__((always_inline)) void q8w_vnni_nt(const u
 
 AVX512VNNI void ni_q8w_multi_vnni(const uint8_t *base, const uint8_t *scales, int64_t ngroups, const int8_t *xq,
                                   int64_t ldq, const int32_t *xo, int64_t ldo, const float *xe, int64_t lde, int nt,
-                                  float *out) {
+                                  ni_pf pf, ni_row_block rb, float *out) {
+    const uint8_t *pb = base + pf.rows * rb.base, *ps = scales + pf.rows * rb.scales;
     switch (nt) {
-    case 1: q8w_vnni_nt(base, scales, ngroups, xq, ldq, xo, ldo, xe, lde, 1, out); return;
-    case 2: q8w_vnni_nt(base, scales, ngroups, xq, ldq, xo, ldo, xe, lde, 2, out); return;
-    case 3: q8w_vnni_nt(base, scales, ngroups, xq, ldq, xo, ldo, xe, lde, 3, out); return;
-    default: q8w_vnni_nt(base, scales, ngroups, xq, ldq, xo, ldo, xe, lde, 4, out); return;
+    case 1: q8w_vnni_nt(base, scales, ngroups, xq, ldq, xo, ldo, xe, lde, 1, pb, ps, pf, out); return;
+    case 2: q8w_vnni_nt(base, scales, ngroups, xq, ldq, xo, ldo, xe, lde, 2, pb, ps, pf, out); return;
+    case 3: q8w_vnni_nt(base, scales, ngroups, xq, ldq, xo, ldo, xe, lde, 3, pb, ps, pf, out); return;
+    default: q8w_vnni_nt(base, scales, ngroups, xq, ldq, xo, ldo, xe, lde, 4, pb, ps, pf, out); return;
     }
 }
 
@@ -1000,6 +1003,7 @@ AVX512Q8P static inline __attribute__((always_inline)) void q8p_512_nt(const int
 #define NI_Q8PU_STEP(G, ACC)                                                                                          \
     {                                                                                                                 \
         const int64_t g = (G);                                                                                        \
+        ni_prefetch_step(pf, 1, g, pb, 32, ph, hb, ps, 2);                                                            \
         __m256i b = _mm256_loadu_si256((const __m256i *)(base + 32 * g));                                             \
         __m512i wv = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(b, m4)),                              \
                                         _mm256_and_si256(_mm256_srli_epi16(b, 4), m4), 1);                            \
@@ -1017,7 +1021,9 @@ AVX512Q8P static inline __attribute__((always_inline)) void q8p_512_nt(const int
 #define NI_Q8P_HIGH NI_Q8P_HIGH_PEXT
 AVX512VNNIP static inline __attribute__((always_inline)) void q8p_vnni_nt(
     const int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales, int64_t ngroups, const int8_t *xq,
-    int64_t ldq, const int32_t *xo, int64_t ldo, const float *xe, int64_t lde, const int NT, float *out) {
+    int64_t ldq, const int32_t *xo, int64_t ldo, const float *xe, int64_t lde, const int NT, ni_pf pf, ni_row_block rb,
+    float *out) {
+    const uint8_t *pb = base + pf.rows * rb.base, *ph = high + pf.rows * rb.high, *ps = scales + pf.rows * rb.scales;
     NI_Q8P_GROUPS(NI_Q8PU_STEP)
 }
 #undef NI_Q8P_HIGH
@@ -1025,7 +1031,9 @@ AVX512VNNIP static inline __attribute__((always_inline)) void q8p_vnni_nt(
 #define NI_Q8P_HIGH NI_Q8P_HIGH_VBMI
 AVX512VNNIVBMIP static inline __attribute__((always_inline)) void q8p_vnni_vbmi_nt(
     const int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales, int64_t ngroups, const int8_t *xq,
-    int64_t ldq, const int32_t *xo, int64_t ldo, const float *xe, int64_t lde, const int NT, float *out) {
+    int64_t ldq, const int32_t *xo, int64_t ldo, const float *xe, int64_t lde, const int NT, ni_pf pf, ni_row_block rb,
+    float *out) {
+    const uint8_t *pb = base + pf.rows * rb.base, *ph = high + pf.rows * rb.high, *ps = scales + pf.rows * rb.scales;
     NI_Q8P_GROUPS(NI_Q8PU_STEP)
 }
 #undef NI_Q8P_HIGH
@@ -1175,12 +1183,12 @@ AVX512Q8P void ni_q8p_groups_multi_avx512(int bits, const uint8_t *base, const u
 AVX512VNNIP void ni_q8p_groups_multi_vnni(int bits, const uint8_t *base, const uint8_t *high,
                                           const uint8_t *scales, ni_row_block rb, int64_t ngroups,
                                           const int8_t *xq, int64_t ldq, const int32_t *xo, int64_t ldo,
-                                          const float *xe, int64_t lde, int nt, float *out) {
+                                          const float *xe, int64_t lde, int nt, ni_pf pf, float *out) {
 #undef NI_Q8_NT
 #define NI_Q8_NT(B, NT)                                                                                               \
     for (int r = 0; r < rb.n; r++)                                                                                    \
     q8p_vnni_nt(B, base + r * rb.base, high + r * rb.high, scales + r * rb.scales, ngroups, xq, ldq, xo, ldo, xe,         \
-                lde, NT, out + r * NI_MT_TOKENS)
+                lde, NT, pf, rb, out + r * NI_MT_TOKENS)
     switch (bits) {
     case 4: NI_Q8_BITS(4);
     case 5: NI_Q8_BITS(5);
@@ -1191,12 +1199,12 @@ AVX512VNNIP void ni_q8p_groups_multi_vnni(int bits, const uint8_t *base, const u
 AVX512VNNIVBMIP void ni_q8p_groups_multi_vnni_vbmi(int bits, const uint8_t *base, const uint8_t *high,
                                                    const uint8_t *scales, ni_row_block rb, int64_t ngroups,
                                                    const int8_t *xq, int64_t ldq, const int32_t *xo, int64_t ldo,
-                                                   const float *xe, int64_t lde, int nt, float *out) {
+                                                   const float *xe, int64_t lde, int nt, ni_pf pf, float *out) {
 #undef NI_Q8_NT
 #define NI_Q8_NT(B, NT)                                                                                               \
     for (int r = 0; r < rb.n; r++)                                                                                    \
     q8p_vnni_vbmi_nt(B, base + r * rb.base, high + r * rb.high, scales + r * rb.scales, ngroups, xq, ldq, xo, ldo, xe,    \
-                     lde, NT, out + r * NI_MT_TOKENS)
+                     lde, NT, pf, rb, out + r * NI_MT_TOKENS)
     switch (bits) {
     case 4: NI_Q8_BITS(4);
     case 5: NI_Q8_BITS(5);

@@ -202,19 +202,26 @@ void ni_q8u_offsets_avx2(int bits, const int8_t *xq, int64_t ngroups, int32_t *x
  * high + r·rb.high, scales + r·rb.scales) in one call, each row computed
  * exactly as alone: out[r·NI_MT_TOKENS + j]. One call per block of rows
  * instead of per row (the per-call dispatch and the caller's loop were
- * ~6 % of decode samples). */
+ * ~6 % of decode samples). The rows pf.rows further on are prefetched one
+ * line per 64 bytes of each plane consumed (pf.rows = 0: none). */
 typedef struct {
     int n;
     int64_t base, high, scales; /* plane strides of one row, bytes */
 } ni_row_block;
+/* A multi-row GEMV's prefetch: the rows `rows` further on (0: none), into
+ * L2 only (l2: PREFETCHT1) or into L1 (PREFETCHT0); weights.c mm_pf. */
+typedef struct {
+    int64_t rows;
+    int l2;
+} ni_pf;
 void ni_q8u_groups_multi_avx2(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
                               ni_row_block rb, int64_t ngroups, const int8_t *xq, int64_t ldq, const int32_t *xo,
-                              int64_t ldo, const float *xe, int64_t lde, int nt, float *out);
+                              int64_t ldo, const float *xe, int64_t lde, int nt, ni_pf pf, float *out);
 /* The same with AVX-VNNI dpbusd (ymm) for maddubs + madd: bit-identical
  * (the same int32 lanes); on AVX2-level CPUs with AVX-VNNI (ni_cpu_has_avxvnni). */
 void ni_q8u_groups_multi_avxvnni(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
                                  ni_row_block rb, int64_t ngroups, const int8_t *xq, int64_t ldq, const int32_t *xo,
-                                 int64_t ldo, const float *xe, int64_t lde, int nt, float *out);
+                                 int64_t ldo, const float *xe, int64_t lde, int nt, ni_pf pf, float *out);
 /* The VNNI bodies take the codes unsigned and start each group's dot
  * products from the token's offset lanes xo + j·ldo + 16g
  * (ni_q8p_offsets_vnni: −2^(bits−1)·Σ of each 4 activation codes of group
@@ -222,15 +229,19 @@ void ni_q8u_groups_multi_avxvnni(int bits, const uint8_t *base, const uint8_t *h
 void ni_q8p_offsets_vnni(int bits, const int8_t *xq, int64_t ngroups, int32_t *xo);
 /* q8 weights (natural layout) on VNNI, offset-binary codes from the offset
  * lanes of ni_q8p_offsets_vnni(8, …) (xo + j·ldo + 16s for the step s of
- * groups 2s, 2s + 1); bit-identical to ni_q8_groups_multi_vnni(8, …). */
+ * groups 2s, 2s + 1); bit-identical to ni_q8_groups_multi_vnni(8, …). The
+ * row pf.rows further on (row strides rb.base, rb.scales) is prefetched one
+ * line per 64 bytes consumed (pf.rows = 0: none). */
 void ni_q8w_multi_vnni(const uint8_t *base, const uint8_t *scales, int64_t ngroups, const int8_t *xq, int64_t ldq,
-                       const int32_t *xo, int64_t ldo, const float *xe, int64_t lde, int nt, float *out);
+                       const int32_t *xo, int64_t ldo, const float *xe, int64_t lde, int nt, ni_pf pf,
+                       ni_row_block rb, float *out);
 void ni_q8p_groups_multi_vnni(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
                               ni_row_block rb, int64_t ngroups, const int8_t *xq, int64_t ldq, const int32_t *xo,
-                              int64_t ldo, const float *xe, int64_t lde, int nt, float *out);
+                              int64_t ldo, const float *xe, int64_t lde, int nt, ni_pf pf, float *out);
 void ni_q8p_groups_multi_vnni_vbmi(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
                                    ni_row_block rb, int64_t ngroups, const int8_t *xq, int64_t ldq,
-                                   const int32_t *xo, int64_t ldo, const float *xe, int64_t lde, int nt, float *out);
+                                   const int32_t *xo, int64_t ldo, const float *xe, int64_t lde, int nt, ni_pf pf,
+                                   float *out);
 /* Prefetches the cache lines of p[from, to) that start at a multiple of 64
  * bytes past p: the multi-row GEMVs call it with consecutive ranges (the
  * bytes of each plane one pass consumes, offset to the rows pf further on),
@@ -243,12 +254,6 @@ static inline __attribute__((always_inline)) void ni_prefetch_range(const uint8_
     }
 }
 
-/* A multi-row GEMV's prefetch: the rows `rows` further on (0: none), into
- * L2 only (l2: PREFETCHT1) or into L1 (PREFETCHT0); weights.c mm_pf. */
-typedef struct {
-    int64_t rows;
-    int l2;
-} ni_pf;
 
 /* One step of a multi-row GEMV's prefetch: nr rows consume bb base bytes,
  * hb high-bit bytes (0: none) and sb scale bytes each per step s, so the

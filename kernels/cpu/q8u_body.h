@@ -27,12 +27,15 @@ Q8U_ATTR static inline __attribute__((always_inline)) void Q8U_N(q8u_groups_nt)(
                                                                  const uint8_t *high, const uint8_t *scales,
                                                                  int64_t ngroups, const int8_t *xq, int64_t ldq,
                                                                  const int32_t *xo, int64_t ldo, const float *xe,
-                                                                 int64_t lde, const int NT, float *out) {
+                                                                 int64_t lde, const int NT, ni_pf pf, ni_row_block rb,
+                                                                 float *out) {
     const int64_t hb = bits == 5 ? 8 : 16;
+    const uint8_t *pb = base + pf.rows * rb.base, *ph = high + pf.rows * rb.high, *ps = scales + pf.rows * rb.scales;
     __m256 acc[NI_MT_MAX];
     for (int j = 0; j < NT; j++) acc[j] = _mm256_setzero_ps();
 #define NI_Q8U_GROUP(G, SW)                                                                                           \
     {                                                                                                                 \
+        ni_prefetch_step(pf, 1, G, pb, 32, ph, hb, ps, 2);                                                            \
         __m256i u[2];                                                                                                 \
         if (bits == 6) dec_r6(base + 32 * (G), high + hb * (G), u);                                                   \
         else dec_s5(base + 32 * (G), high + hb * (G), u);                                                             \
@@ -50,12 +53,15 @@ Q8U_ATTR static inline __attribute__((always_inline)) void Q8U_N(q8u_groups_nt)(
 Q8U_ATTR static inline __attribute__((always_inline)) void Q8U_N(q8pu_q4_nt)(const uint8_t *base, const uint8_t *scales,
                                                               int64_t ngroups, const int8_t *xq, int64_t ldq,
                                                               const int32_t *xo, int64_t ldo, const float *xe,
-                                                              int64_t lde, const int NT, float *out) {
+                                                              int64_t lde, const int NT, ni_pf pf, ni_row_block rb,
+                                                              float *out) {
     const __m256i m4 = _mm256_set1_epi8(0x0f), s88 = _mm256_set1_epi8((char)0x88);
+    const uint8_t *pb = base + pf.rows * rb.base, *ps = scales + pf.rows * rb.scales;
     __m256 acc[NI_MT_MAX];
     for (int j = 0; j < NT; j++) acc[j] = _mm256_setzero_ps();
 #define NI_Q8U_GROUP(G, SW)                                                                                           \
     {                                                                                                                 \
+        ni_prefetch_step(pf, 1, G, pb, 32, NULL, 0, ps, 2);                                                           \
         __m256i b = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(base + 32 * (G))), s88);                    \
         Q8U_N(q8u_group_nt)(_mm256_and_si256(b, m4), _mm256_and_si256(_mm256_srli_epi16(b, 4), m4), SW, xq,           \
                             ldq, xo, ldo, xe, lde, G, NT, acc);                                                       \
@@ -146,15 +152,17 @@ Q8U_ATTR void Q8U_N(ni_q8u_rows)(int bits, const uint8_t *base, const uint8_t *h
 
 Q8U_ATTR void Q8U_N(ni_q8u_groups_multi)(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
                                    ni_row_block rb, int64_t ngroups, const int8_t *xq, int64_t ldq,
-                                   const int32_t *xo, int64_t ldo, const float *xe, int64_t lde, int nt, float *out) {
+                                   const int32_t *xo, int64_t ldo, const float *xe, int64_t lde, int nt, ni_pf pf,
+                                   float *out) {
 #undef NI_Q8_NT
 #define NI_Q8_NT(B, NT)                                                                                               \
     for (int r = 0; r < rb.n; r++) {                                                                                  \
         const uint8_t *br = base + r * rb.base, *hr = high + r * rb.high, *sr = scales + r * rb.scales;              \
         if ((B) == 4)                                                                                                 \
-            Q8U_N(q8pu_q4_nt)(br, sr, ngroups, xq, ldq, xo, ldo, xe, lde, NT, out + r * NI_MT_TOKENS);                \
+            Q8U_N(q8pu_q4_nt)(br, sr, ngroups, xq, ldq, xo, ldo, xe, lde, NT, pf, rb, out + r * NI_MT_TOKENS);       \
         else                                                                                                          \
-            Q8U_N(q8u_groups_nt)(B, br, hr, sr, ngroups, xq, ldq, xo, ldo, xe, lde, NT, out + r * NI_MT_TOKENS);      \
+            Q8U_N(q8u_groups_nt)(B, br, hr, sr, ngroups, xq, ldq, xo, ldo, xe, lde, NT, pf, rb,                      \
+                                 out + r * NI_MT_TOKENS);                                                             \
     }
     switch (bits) {
     case 4: NI_Q8_BITS(4);

@@ -290,6 +290,9 @@ typedef struct {
                         bits, q4 on a CPU with AVX512_VBMI) */
     int rows_pair;   /* that route at T ≤ ROWS_MT_VBMI, once a token (q8p_rows_multi): each token's xq, xo, xe in
                         pair order (q8p_pair_order) */
+    int pf_nt;       /* 2 ≤ T ≤ NI_SMALL_T on the offset-binary NT-token int8 bodies (q4–q6 at avx2, q4–q8 on
+                        VNNI): their first token pass over a chunk of rows prefetches pf_rows ahead
+                        (NINFER_CPU_PFNT=0: none) */
     int rows_mt;     /* 2 ≤ T at avx2, int8 q4 (T ≤ 4) and q8 (T ≤ 8): the one-token multi-row GEMVs run once a
                         token (q8p_rows_multi; at avx512 the VNNI+VBMI q4–q6 one: rows_pair) */
     int pf_rows;     /* GEMVs at T = 1 that take several rows per pass (int8 q4–q6 on VNNI+VBMI, fp32 q8 at
@@ -778,11 +781,11 @@ static void mm_q8(const mm_args *a, int64_t n0, int64_t n1) {
                 else if (isa == NI_ISA_AVX2)
                     (a->avxvnni ? ni_q8u_groups_multi_avxvnni : ni_q8u_groups_multi_avx2)(
                         (int)w->bits, rp.base, rp.high, rp.scales, rb, ngroups, xq, kpad, xo, kpad / 4, xe, 8 * nbk, nt,
-                        ob);
+                        a->pf_nt && t0 == 0 ? mm_pf(a, n, rb.n) : (ni_pf){0, 0}, ob); /* later passes: cached */
                 else
                     (a->vbmi ? ni_q8p_groups_multi_vnni_vbmi : ni_q8p_groups_multi_vnni)(
                         (int)w->bits, rp.base, rp.high, rp.scales, rb, ngroups, xq, kpad, xo, kpad / 4, xe, 8 * nbk, nt,
-                        ob);
+                        a->pf_nt && t0 == 0 ? mm_pf(a, n, rb.n) : (ni_pf){0, 0}, ob);
                 for (int r = 0; r < rb.n; r++)
                     for (int j = 0; j < nt; j++) mm_store(a, t0 + j, n + r, ob[r * NI_MT_TOKENS + j]);
             }
@@ -818,9 +821,11 @@ static void mm_q8(const mm_args *a, int64_t n0, int64_t n1) {
                 ni_q8p_groups_multi_avx512((int)w->bits, base, high, scales, ngroups, xq, kpad, xe, 8 * nbk, nt, out);
             else if (perm)
                 ni_q8p_groups_multi_avx2((int)w->bits, base, high, scales, ngroups, xq, kpad, xe, 8 * nbk, nt, out);
-            else if (vnni && a->xo && w->bits == 8)
+            else if (vnni && a->xo && w->bits == 8) {
+                const ni_row_block rb1 = {1, w->gpr * w->base_bytes, 0, 2 * w->gpr};
                 ni_q8w_multi_vnni(base, scales, ngroups, xq, kpad, a->xo + t0 * (kpad / 4), kpad / 4, xe, 8 * nbk, nt,
-                                  out);
+                                  a->pf_nt && t0 == 0 ? mm_pf(a, n, 1) : (ni_pf){0, 0}, rb1, out);
+            }
             else if (vnni) ni_q8_groups_multi_vnni((int)w->bits, base, high, scales, ngroups, xq, kpad, xe, 8 * nbk, nt, out);
             else if (isa == NI_ISA_AVX512)
                 ni_q8_groups_multi_avx512((int)w->bits, base, high, scales, ngroups, xq, kpad, xe, 8 * nbk, nt, out);
@@ -1197,6 +1202,12 @@ void ni_matmul_act(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accu
                     ((w->bits == 4 && q8p_rows_multi(x.t, ROWS_MT_AVX2_Q4)) ||
                      (w->bits == 8 && q8p_rows_multi(x.t, ROWS_MT_AVX2_Q8)));
         if (a.rows_mt) a.pf_rows = gemv_rows();
+        if (x.t > 1 && gemv_rows() > 0 &&
+            (c->isa == NI_ISA_AVX2 || (c->isa == NI_ISA_AVX512 && a.xo && (w->bits == 8 || a.perm)))) {
+            const char *e = getenv("NINFER_CPU_PFNT");
+            a.pf_nt = !(e && strcmp(e, "0") == 0);
+            if (a.pf_nt) a.pf_rows = gemv_rows(), a.pf_l2 = prefetch_l2();
+        }
         if (a.rows_pair) {
             a.pf_rows = gemv_rows();
             for (int64_t t = 0; t < x.t; t++)
