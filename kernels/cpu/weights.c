@@ -801,8 +801,8 @@ static void mm_q8(const mm_args *a, int64_t n0, int64_t n1) {
                 const mm_planes rp = mm_row_planes(w, n);
                 const ni_row_block rb = {(int)(p.ne - n < RB ? p.ne - n : RB), w->gpr * w->base_bytes, 0, 2 * w->gpr};
                 if (isa == NI_ISA_AVX2)
-                    MM_PER_TOKEN(ni_q8_rows_avx2(rp.base, rp.scales, rb, ngroups, xq + j * kpad, xe + j * 8 * nbk, pfj, o1),
-                                 1)
+                    MM_PER_TOKEN(
+                        ni_q8_rows_avx2(rp.base, rp.scales, rb, ngroups, xq + j * kpad, xe + j * 8 * nbk, pfj, o1), 1)
                 else
                     MM_PER_TOKEN(ni_q8w_rows_vnni(rp.base, rp.scales, rb, ngroups, xq + j * kpad,
                                                   a->xo + (t0 + j) * (kpad / 4), xe + j * 8 * nbk, pfj, o1),
@@ -825,8 +825,8 @@ static void mm_q8(const mm_args *a, int64_t n0, int64_t n1) {
                 const ni_row_block rb1 = {1, w->gpr * w->base_bytes, 0, 2 * w->gpr};
                 ni_q8w_multi_vnni(base, scales, ngroups, xq, kpad, a->xo + t0 * (kpad / 4), kpad / 4, xe, 8 * nbk, nt,
                                   a->pf_nt && t0 == 0 ? mm_pf(a, n, 1) : (ni_pf){0, 0}, rb1, out);
-            }
-            else if (vnni) ni_q8_groups_multi_vnni((int)w->bits, base, high, scales, ngroups, xq, kpad, xe, 8 * nbk, nt, out);
+            } else if (vnni)
+                ni_q8_groups_multi_vnni((int)w->bits, base, high, scales, ngroups, xq, kpad, xe, 8 * nbk, nt, out);
             else if (isa == NI_ISA_AVX512)
                 ni_q8_groups_multi_avx512((int)w->bits, base, high, scales, ngroups, xq, kpad, xe, 8 * nbk, nt, out);
             else if (isa == NI_ISA_AVX2)
@@ -1193,7 +1193,7 @@ void ni_matmul_act(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accu
             for (int64_t t = 0; t < x.t; t++) ni_q8u_offsets_avx2((int)w->bits, xq + t * kpad, kpad / 64, xo + t * (kpad / 4));
             a.xo = xo;
         }
-        /* the T = 1 multi-row route (mm_q8) takes the token in pair order */
+        /* the once-a-token multi-row route (mm_q8) takes each token in pair order */
         a.rows_pair = a.rows_vbmi && a.xo && c->isa == NI_ISA_AVX512 && gemv_rows() >= 0 &&
                       q8p_rows_multi(x.t, ROWS_MT_VBMI);
         /* at avx2 where measured faster (q4, q8: cheap decodes; the q5/q6 T ≤ 4 body decodes a group once for
