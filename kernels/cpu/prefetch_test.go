@@ -31,6 +31,13 @@ func TestMultiRowBodiesPrefetch(t *testing.T) {
 		{"avx2.c", "ni_q8p_rows_vnni_vbmi"},
 		{"avx2.c", "ni_q8_rows_avx2"},
 		{"avx512.c", "ni_dot_q8_rows_avx512"},
+		{"avx2.c", "ni_q8u_rows_avx2"},
+		// the NT-token int8 bodies at 2–16 tokens (twelfth session)
+		{"avx2.c", "ni_q8u_groups_multi_avx2"},
+		{"avx2.c", "ni_q8u_groups_multi_avxvnni"},
+		{"avx2.c", "ni_q8p_groups_multi_vnni"},
+		{"avx2.c", "ni_q8p_groups_multi_vnni_vbmi"},
+		{"avx2.c", "ni_q8w_multi_vnni"},
 	}
 	dir := t.TempDir()
 	for _, c := range cases {
