@@ -296,7 +296,8 @@ typedef struct {
     int rows_mt;     /* 2 ≤ T at avx2, int8 q4 (T ≤ 4) and q8 (T ≤ 8): the one-token multi-row GEMVs run once a
                         token (q8p_rows_multi; at avx512 the VNNI+VBMI q4–q6 one: rows_pair) */
     int pf_rows;     /* GEMVs at T = 1 that take several rows per pass (int8 q4–q6 on VNNI+VBMI, fp32 q8 at
-                        AVX-512, int8 q8 at AVX2): prefetch distance in rows; -1 = one row at a time (gemv_rows) */
+                        AVX-512, int8 q8 at AVX2), and the int8 routes at 2–16 tokens (rows_pair, rows_mt, pf_nt):
+                        prefetch distance in rows; -1 = one row at a time (gemv_rows) */
     int pf_l2;       /* their prefetches fill L2 only (PREFETCHT1), else L1 too (prefetch_l2) */
     const int32_t *xo; /* permuted VNNI route: token t's group offset lanes at xo + t·(kpad/4) (ni_q8p_offsets_vnni);
                           the int8 prefill GEMM: token t's group offsets at xo + t·(kpad/group) */
@@ -663,6 +664,12 @@ static int q8_vnni(void) {
     return v;
 }
 
+/* Whether the comparison switch `name` is set to 0 (off). */
+static int env_off(const char *name) {
+    const char *e = getenv(name);
+    return e && strcmp(e, "0") == 0;
+}
+
 /* NINFER_CPU_AVX2Q=signed: q4–q6 weights at AVX2 take the sign-trick
  * bodies (ni_q8p_groups_multi_avx2, ni_q8_groups_multi_avx2) instead of the
  * offset-binary ones (ni_q8u_groups_multi_avx2; comparison and test switch;
@@ -679,8 +686,7 @@ static int avx2_signed(void) {
  * CPUID bits: no CPUID per call. */
 static int avx2_vnni(void) {
     if (!ni_cpu_has_avxvnni()) return 0;
-    const char *e = getenv("NINFER_CPU_AVXVNNI");
-    return !(e && strcmp(e, "0") == 0);
+    return !env_off("NINFER_CPU_AVXVNNI");
 }
 
 int ni_cpu_has_avxvnni(void) {
@@ -693,8 +699,7 @@ int ni_cpu_has_avxvnni(void) {
  * matmul since ni_cpu_best_isa caches its answer), unless NINFER_CPU_VBMI=0. */
 static int vbmi_on(void) {
     if (!ni_cpu_has_vbmi()) return 0;
-    const char *e = getenv("NINFER_CPU_VBMI");
-    return !(e && strcmp(e, "0") == 0);
+    return !env_off("NINFER_CPU_VBMI");
 }
 
 int ni_cpu_int8_dots(int isa) {
@@ -1022,8 +1027,7 @@ static int fp32_perm(int isa, const ni_weight *w) {
     if (isa != NI_ISA_AVX512 || (w->bits != 4 && w->bits != 5 && w->bits != 6) || w->k < w->group) return 0;
     __builtin_cpu_init();
     if (!__builtin_cpu_supports("bmi2")) return 0;
-    const char *e = getenv("NINFER_CPU_FP32PERM");
-    return !(e && strcmp(e, "0") == 0);
+    return !env_off("NINFER_CPU_FP32PERM");
 }
 
 /* The int8 prefill GEMM (mm_gemm_q8) at T > NI_SMALL_T on int8
@@ -1049,8 +1053,7 @@ int ni_cpu_q8_gemm(int isa, int bits) { return q8_gemm_kernel(isa, bits) != NULL
  * NINFER_CPU_PREFETCH_ROWS=<rows> sets the distance (default 8; 0 = no
  * prefetch). */
 static int gemv_rows(void) {
-    const char *e = getenv("NINFER_CPU_MULTIROW");
-    if (e && strcmp(e, "0") == 0) return -1;
+    if (env_off("NINFER_CPU_MULTIROW")) return -1;
     const char *d = getenv("NINFER_CPU_PREFETCH_ROWS");
     int v = d ? atoi(d) : 8;
     return v > 0 ? v : 0;
@@ -1119,8 +1122,7 @@ static void q8p_pair_order(int8_t *xq, int32_t *xo, float *xe, int64_t ngroups) 
 static int q8p_rows_multi(int64_t T, int64_t tmax) {
     if (T == 1) return 1;
     if (T > tmax) return 0;
-    const char *e = getenv("NINFER_CPU_ROWSMT");
-    return !(e && strcmp(e, "0") == 0);
+    return !env_off("NINFER_CPU_ROWSMT");
 }
 
 void ni_matmul(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accumulate) {
@@ -1193,26 +1195,21 @@ void ni_matmul_act(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accu
             for (int64_t t = 0; t < x.t; t++) ni_q8u_offsets_avx2((int)w->bits, xq + t * kpad, kpad / 64, xo + t * (kpad / 4));
             a.xo = xo;
         }
-        /* the once-a-token multi-row route (mm_q8) takes each token in pair order */
-        a.rows_pair = a.rows_vbmi && a.xo && c->isa == NI_ISA_AVX512 && gemv_rows() >= 0 &&
-                      q8p_rows_multi(x.t, ROWS_MT_VBMI);
-        /* at avx2 where measured faster (q4, q8: cheap decodes; the q5/q6 T ≤ 4 body decodes a group once for
-         * all its tokens and stays: docs/PERF.md "Twelfth session") */
-        a.rows_mt = x.t > 1 && gemv_rows() >= 0 && c->isa == NI_ISA_AVX2 &&
+        /* 2 ≤ T ≤ NI_SMALL_T: once a token on the one-token multi-row GEMVs where that measured faster (VNNI+VBMI
+         * q4–q6 and, at avx2, the cheap q4 and q8 decodes; the avx2 q5/q6 NT-token body decodes a group once
+         * for all its tokens and stays: docs/PERF.md "Twelfth session"), elsewhere the NT-token bodies with
+         * their first pass prefetched */
+        const int rows = gemv_rows();
+        a.rows_pair = a.rows_vbmi && a.xo && c->isa == NI_ISA_AVX512 && rows >= 0 && q8p_rows_multi(x.t, ROWS_MT_VBMI);
+        a.rows_mt = x.t > 1 && rows >= 0 && c->isa == NI_ISA_AVX2 &&
                     ((w->bits == 4 && q8p_rows_multi(x.t, ROWS_MT_AVX2_Q4)) ||
                      (w->bits == 8 && q8p_rows_multi(x.t, ROWS_MT_AVX2_Q8)));
-        if (a.rows_mt) a.pf_rows = gemv_rows();
-        if (x.t > 1 && gemv_rows() > 0 &&
-            (c->isa == NI_ISA_AVX2 || (c->isa == NI_ISA_AVX512 && a.xo && (w->bits == 8 || a.perm)))) {
-            const char *e = getenv("NINFER_CPU_PFNT");
-            a.pf_nt = !(e && strcmp(e, "0") == 0);
-            if (a.pf_nt) a.pf_rows = gemv_rows(), a.pf_l2 = prefetch_l2();
-        }
-        if (a.rows_pair) {
-            a.pf_rows = gemv_rows();
+        a.pf_nt = x.t > 1 && rows > 0 && !env_off("NINFER_CPU_PFNT") &&
+                  (c->isa == NI_ISA_AVX2 || (c->isa == NI_ISA_AVX512 && a.xo && (w->bits == 8 || a.perm)));
+        if (a.rows_pair || a.rows_mt || a.pf_nt) a.pf_rows = rows, a.pf_l2 = rows > 0 && prefetch_l2();
+        if (a.rows_pair) /* the once-a-token route takes each token in pair order */
             for (int64_t t = 0; t < x.t; t++)
                 q8p_pair_order(xq + t * kpad, xo + t * (kpad / 4), xe + t * 8 * nbk, (w->k + w->group - 1) / w->group);
-        }
         a.xq = xq;
         a.xs = xs;
         a.xe = xe;
