@@ -214,14 +214,17 @@ typedef struct {
     int64_t rows;
     int l2;
 } ni_pf;
+/* The offset-binary bodies take token j's block scales unexpanded (xs +
+ * j·ldx, q8_quantize's: group g's at xs[2g]) and scale each group by the
+ * one fp32 product s_w·s_x. */
 void ni_q8u_groups_multi_avx2(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
                               ni_row_block rb, int64_t ngroups, const int8_t *xq, int64_t ldq, const int32_t *xo,
-                              int64_t ldo, const float *xe, int64_t lde, int nt, ni_pf pf, float *out);
+                              int64_t ldo, const float *xs, int64_t ldx, int nt, ni_pf pf, float *out);
 /* The same with AVX-VNNI dpbusd (ymm) for maddubs + madd: bit-identical
  * (the same int32 lanes); on AVX2-level CPUs with AVX-VNNI (ni_cpu_has_avxvnni). */
 void ni_q8u_groups_multi_avxvnni(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
                                  ni_row_block rb, int64_t ngroups, const int8_t *xq, int64_t ldq, const int32_t *xo,
-                                 int64_t ldo, const float *xe, int64_t lde, int nt, ni_pf pf, float *out);
+                                 int64_t ldo, const float *xs, int64_t ldx, int nt, ni_pf pf, float *out);
 /* The VNNI bodies take the codes unsigned and start each group's dot
  * products from the token's offset lanes xo + j·ldo + 16g
  * (ni_q8p_offsets_vnni: −2^(bits−1)·Σ of each 4 activation codes of group
@@ -273,9 +276,9 @@ static inline __attribute__((always_inline)) void ni_prefetch_step(ni_pf pf, int
  * rows further on prefetched (ni_q8p_rows_vnni_vbmi's scheme):
  * out[r·NI_MT_TOKENS]. */
 void ni_q8u_rows_avx2(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales, ni_row_block rb,
-                      int64_t ngroups, const int8_t *xq, const int32_t *xo, const float *xe, ni_pf pf, float *out);
+                      int64_t ngroups, const int8_t *xq, const int32_t *xo, const float *xs, ni_pf pf, float *out);
 void ni_q8u_rows_avxvnni(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales, ni_row_block rb,
-                         int64_t ngroups, const int8_t *xq, const int32_t *xo, const float *xe, ni_pf pf,
+                         int64_t ngroups, const int8_t *xq, const int32_t *xo, const float *xs, ni_pf pf,
                          float *out);
 
 /* rb.n q8 rows of ni_q8_groups_multi_avx2(8, …) at one token (nt = 1),

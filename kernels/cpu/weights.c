@@ -769,7 +769,7 @@ static void mm_q8(const mm_args *a, int64_t n0, int64_t n1) {
             float ob[RB * NI_MT_TOKENS];
             const int8_t *xq = a->xq + t0 * kpad;
             const int32_t *xo = a->xo + t0 * (kpad / 4);
-            const float *xe = a->xe + t0 * 8 * nbk;
+            const float *xe = a->xe + t0 * 8 * nbk, *xs = a->xs + t0 * nbk;
             for (int64_t n = p.nc; n < p.ne; n += RB) {
                 const mm_planes rp = mm_row_planes(w, n);
                 const ni_row_block rb = {(int)(p.ne - n < RB ? p.ne - n : RB), w->gpr * w->base_bytes,
@@ -781,11 +781,11 @@ static void mm_q8(const mm_args *a, int64_t n0, int64_t n1) {
                 else if (isa == NI_ISA_AVX2 && (nt == 1 || a->rows_mt) && a->pf_rows >= 0)
                     MM_PER_TOKEN((a->avxvnni ? ni_q8u_rows_avxvnni : ni_q8u_rows_avx2)(
                                      (int)w->bits, rp.base, rp.high, rp.scales, rb, ngroups, xq + j * kpad,
-                                     xo + j * (kpad / 4), xe + j * 8 * nbk, pfj, o1),
+                                     xo + j * (kpad / 4), xs + j * nbk, pfj, o1),
                                  NI_MT_TOKENS)
                 else if (isa == NI_ISA_AVX2)
                     (a->avxvnni ? ni_q8u_groups_multi_avxvnni : ni_q8u_groups_multi_avx2)(
-                        (int)w->bits, rp.base, rp.high, rp.scales, rb, ngroups, xq, kpad, xo, kpad / 4, xe, 8 * nbk, nt,
+                        (int)w->bits, rp.base, rp.high, rp.scales, rb, ngroups, xq, kpad, xo, kpad / 4, xs, nbk, nt,
                         a->pf_nt && t0 == 0 ? mm_pf(a, n, rb.n) : (ni_pf){0, 0}, ob); /* later passes: cached */
                 else
                     (a->vbmi ? ni_q8p_groups_multi_vnni_vbmi : ni_q8p_groups_multi_vnni)(
