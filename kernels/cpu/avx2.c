@@ -1013,15 +1013,15 @@ AVX512Q8P static inline __attribute__((always_inline)) void q8p_512_nt(const int
         for (int j = 0; j < NT; j++) {                                                                                \
             __m512i xv = _mm512_loadu_si512((const void *)(xq + j * ldq + 64 * g));                                   \
             __m512i p = _mm512_dpbusd_epi32(_mm512_loadu_si512((const void *)(xo + j * ldo + 16 * g)), wv, xv);       \
-            __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(p), _mm512_loadu_ps(xe + j * lde + 16 * g));                  \
-            ACC[j] = _mm512_fmadd_ps(v, sw, ACC[j]);                                                                  \
+            const __m512 swx = _mm512_mul_ps(sw, _mm512_set1_ps(xs[j * ldx + 2 * g])); /* s_w·s_x */                 \
+            ACC[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), swx, ACC[j]);                                             \
         }                                                                                                             \
     }
 
 #define NI_Q8P_HIGH NI_Q8P_HIGH_PEXT
 AVX512VNNIP static inline __attribute__((always_inline)) void q8p_vnni_nt(
     const int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales, int64_t ngroups, const int8_t *xq,
-    int64_t ldq, const int32_t *xo, int64_t ldo, const float *xe, int64_t lde, const int NT, ni_pf pf, ni_row_block rb,
+    int64_t ldq, const int32_t *xo, int64_t ldo, const float *xs, int64_t ldx, const int NT, ni_pf pf, ni_row_block rb,
     float *out) {
     const uint8_t *pb = base + pf.rows * rb.base, *ph = high + pf.rows * rb.high, *ps = scales + pf.rows * rb.scales;
     NI_Q8P_GROUPS(NI_Q8PU_STEP)
@@ -1031,7 +1031,7 @@ AVX512VNNIP static inline __attribute__((always_inline)) void q8p_vnni_nt(
 #define NI_Q8P_HIGH NI_Q8P_HIGH_VBMI
 AVX512VNNIVBMIP static inline __attribute__((always_inline)) void q8p_vnni_vbmi_nt(
     const int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales, int64_t ngroups, const int8_t *xq,
-    int64_t ldq, const int32_t *xo, int64_t ldo, const float *xe, int64_t lde, const int NT, ni_pf pf, ni_row_block rb,
+    int64_t ldq, const int32_t *xo, int64_t ldo, const float *xs, int64_t ldx, const int NT, ni_pf pf, ni_row_block rb,
     float *out) {
     const uint8_t *pb = base + pf.rows * rb.base, *ph = high + pf.rows * rb.high, *ps = scales + pf.rows * rb.scales;
     NI_Q8P_GROUPS(NI_Q8PU_STEP)
@@ -1045,9 +1045,10 @@ AVX512VNNIVBMIP static inline __attribute__((always_inline)) void q8p_vnni_vbmi_
  * lanes and one shift + and both groups' high-nibble lanes. Lanes 0–7 of
  * the low half are group g's lanes 0–7 and lanes 8–15 group g + 1's lanes
  * 0–7 (the high half: lanes 8–15 of each), which is where pair order puts
- * the token's codes, offset lanes and expanded scales; every int32 lane is
- * the same sum as alone and every float lane takes the same multiply and
- * FMA in the same order, into accumulators (lo, hi) whose lanes are those
+ * the token's codes and offset lanes; every int32 lane is the same sum as
+ * alone and every float lane takes the same FMA by the same product
+ * s_w·s_x (formed for 16 groups of a row at once from the unexpanded block
+ * scales) in the same order, into accumulators (lo, hi) whose lanes are those
  * of q8p_vnni_vbmi_nt's two chains (even groups, odd groups) rearranged:
  * put back at the end, the final sum is the same bits. The sign flip to
  * offset binary costs one xor of the packed bytes (q4), nothing (q5: folded
@@ -1059,7 +1060,7 @@ AVX512VNNIVBMIP static inline __attribute__((always_inline)) void q8p_vnni_vbmi_
 #define NI_Q8PR_ROWS 4
 AVX512VNNIVBMIP static inline __attribute__((always_inline)) void q8pr_vnni_vbmi(
     const int bits, const int NR, const uint8_t *base, const uint8_t *high, const uint8_t *scales, ni_row_block rb,
-    int64_t ngroups, const int8_t *xq, const int32_t *xo, const float *xe, ni_pf pf, float *out) {
+    int64_t ngroups, const int8_t *xq, const int32_t *xo, const float *xs, ni_pf pf, float *out) {
     const int64_t hb = bits == 5 ? 8 : bits == 6 ? 16 : 0;
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     const __m512i sg = _mm512_set1_epi8((char)(1 << (bits - 1)));
@@ -1073,23 +1074,29 @@ AVX512VNNIVBMIP static inline __attribute__((always_inline)) void q8pr_vnni_vbmi
     const __m512i sidx0 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
     const uint8_t *pb = base + pf.rows * rb.base, *ph = high + pf.rows * rb.high, *ps = scales + pf.rows * rb.scales;
     __m512 alo[NI_Q8PR_ROWS], ahi[NI_Q8PR_ROWS];
-    __m512 sw[NI_Q8PR_ROWS]; /* the rows' scales of 16 groups (fp16 → fp32 is exact) */
+    const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    __m512 sw[NI_Q8PR_ROWS]; /* the rows' combined scales s_w·s_x of 16 groups (fp16 → fp32 is exact) */
     for (int r = 0; r < NR; r++) alo[r] = ahi[r] = sw[r] = _mm512_setzero_ps();
     int64_t g = 0;
     for (; g + 2 <= ngroups; g += 2) {
         ni_prefetch_step(pf, NR, g, pb, 32, ph, hb, ps, 2);
         ni_prefetch_step(pf, NR, g + 1, pb, 32, ph, hb, ps, 2);
         if (!(g & 15)) {
-            const __mmask16 sm = (__mmask16)(ngroups - g >= 16 ? 0xffff : (1u << (ngroups - g)) - 1);
+            const int64_t ng = ngroups - g >= 16 ? 16 : ngroups - g;
+            const __mmask16 sm = (__mmask16)((1u << ng) - 1);
+            /* the 16 groups' activation scales: the even ones of their 32 block scales (group g's at xs[2g]) */
+            const __mmask16 m0 = (__mmask16)(2 * ng >= 16 ? 0xffff : (1u << (2 * ng)) - 1);
+            const __mmask16 m1 = (__mmask16)(2 * ng >= 32 ? 0xffff : 2 * ng <= 16 ? 0 : (1u << (2 * ng - 16)) - 1);
+            const __m512 sx = _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(m0, xs + 2 * g), evens,
+                                                     _mm512_maskz_loadu_ps(m1, xs + 2 * g + 16));
             for (int r = 0; r < NR; r++)
-                sw[r] = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(sm, scales + r * rb.scales + 2 * g));
+                sw[r] = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(sm, scales + r * rb.scales + 2 * g)), sx);
         }
         const __m512i sidx = _mm512_add_epi32(sidx0, _mm512_set1_epi32((int)(g & 15)));
         const __m512i xlo = _mm512_loadu_si512((const void *)(xq + 64 * g));
         const __m512i xhi = _mm512_loadu_si512((const void *)(xq + 64 * g + 64));
         const __m512i olo = _mm512_loadu_si512((const void *)(xo + 16 * g));
         const __m512i ohi = _mm512_loadu_si512((const void *)(xo + 16 * g + 16));
-        const __m512 elo = _mm512_loadu_ps(xe + 16 * g), ehi = _mm512_loadu_ps(xe + 16 * g + 16);
         for (int r = 0; r < NR; r++) {
             __m512i b = _mm512_loadu_si512((const void *)(base + r * rb.base + 32 * g));
             if (bits == 4) b = _mm512_xor_si512(b, _mm512_set1_epi8((char)0x88));
@@ -1107,10 +1114,8 @@ AVX512VNNIVBMIP static inline __attribute__((always_inline)) void q8pr_vnni_vbmi
                 hi = _mm512_ternarylogic_epi32(hi, _mm512_multishift_epi64_epi8(chi, src), hm, 0xF8);
             }
             const __m512 s2 = _mm512_permutexvar_ps(sidx, sw[r]);
-            const __m512 vlo = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(olo, lo, xlo)), elo);
-            const __m512 vhi = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(ohi, hi, xhi)), ehi);
-            alo[r] = _mm512_fmadd_ps(vlo, s2, alo[r]);
-            ahi[r] = _mm512_fmadd_ps(vhi, s2, ahi[r]);
+            alo[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(olo, lo, xlo)), s2, alo[r]);
+            ahi[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(ohi, hi, xhi)), s2, ahi[r]);
         }
     }
     const __m512i even = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
@@ -1127,16 +1132,16 @@ AVX512VNNIVBMIP static inline __attribute__((always_inline)) void q8pr_vnni_vbmi
             wv = _mm512_xor_si512(wv, sg);
             const __m512i xv = _mm512_loadu_si512((const void *)(xq + 64 * g));
             const __m512i ov = _mm512_loadu_si512((const void *)(xo + 16 * g));
-            const __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(ov, wv, xv)), _mm512_loadu_ps(xe + 16 * g));
             const float s = _cvtsh_ss((unsigned short)(scales[r * rb.scales + 2 * g] | (scales[r * rb.scales + 2 * g + 1] << 8)));
-            acc0 = _mm512_fmadd_ps(v, _mm512_set1_ps(s), acc0);
+            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(ov, wv, xv)),
+                                   _mm512_mul_ps(_mm512_set1_ps(s), _mm512_set1_ps(xs[2 * g])), acc0);
         }
         out[r * NI_MT_TOKENS] = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
     }
 }
 
 #define NI_Q8PR(B, R)                                                                                                 \
-    q8pr_vnni_vbmi(B, R, base + r0 * rb.base, high + r0 * rb.high, scales + r0 * rb.scales, rb, ngroups, xq, xo, xe,  \
+    q8pr_vnni_vbmi(B, R, base + r0 * rb.base, high + r0 * rb.high, scales + r0 * rb.scales, rb, ngroups, xq, xo, xs,  \
                    pf, out + r0 * NI_MT_TOKENS)
 #define NI_Q8PR_NR(B)                                                                                                 \
     switch (nr) {                                                                                                     \
@@ -1148,7 +1153,7 @@ AVX512VNNIVBMIP static inline __attribute__((always_inline)) void q8pr_vnni_vbmi
 
 AVX512VNNIVBMIP void ni_q8p_rows_vnni_vbmi(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
                                            ni_row_block rb, int64_t ngroups, const int8_t *xq, const int32_t *xo,
-                                           const float *xe, ni_pf pf, float *out) {
+                                           const float *xs, ni_pf pf, float *out) {
     for (int r0 = 0; r0 < rb.n; r0 += NI_Q8PR_ROWS) {
         const int nr = rb.n - r0 < NI_Q8PR_ROWS ? rb.n - r0 : NI_Q8PR_ROWS;
         switch (bits) {
@@ -1183,12 +1188,12 @@ AVX512Q8P void ni_q8p_groups_multi_avx512(int bits, const uint8_t *base, const u
 AVX512VNNIP void ni_q8p_groups_multi_vnni(int bits, const uint8_t *base, const uint8_t *high,
                                           const uint8_t *scales, ni_row_block rb, int64_t ngroups,
                                           const int8_t *xq, int64_t ldq, const int32_t *xo, int64_t ldo,
-                                          const float *xe, int64_t lde, int nt, ni_pf pf, float *out) {
+                                          const float *xs, int64_t ldx, int nt, ni_pf pf, float *out) {
 #undef NI_Q8_NT
 #define NI_Q8_NT(B, NT)                                                                                               \
     for (int r = 0; r < rb.n; r++)                                                                                    \
-    q8p_vnni_nt(B, base + r * rb.base, high + r * rb.high, scales + r * rb.scales, ngroups, xq, ldq, xo, ldo, xe,         \
-                lde, NT, pf, rb, out + r * NI_MT_TOKENS)
+    q8p_vnni_nt(B, base + r * rb.base, high + r * rb.high, scales + r * rb.scales, ngroups, xq, ldq, xo, ldo, xs,         \
+                ldx, NT, pf, rb, out + r * NI_MT_TOKENS)
     switch (bits) {
     case 4: NI_Q8_BITS(4);
     case 5: NI_Q8_BITS(5);
@@ -1199,12 +1204,12 @@ AVX512VNNIP void ni_q8p_groups_multi_vnni(int bits, const uint8_t *base, const u
 AVX512VNNIVBMIP void ni_q8p_groups_multi_vnni_vbmi(int bits, const uint8_t *base, const uint8_t *high,
                                                    const uint8_t *scales, ni_row_block rb, int64_t ngroups,
                                                    const int8_t *xq, int64_t ldq, const int32_t *xo, int64_t ldo,
-                                                   const float *xe, int64_t lde, int nt, ni_pf pf, float *out) {
+                                                   const float *xs, int64_t ldx, int nt, ni_pf pf, float *out) {
 #undef NI_Q8_NT
 #define NI_Q8_NT(B, NT)                                                                                               \
     for (int r = 0; r < rb.n; r++)                                                                                    \
-    q8p_vnni_vbmi_nt(B, base + r * rb.base, high + r * rb.high, scales + r * rb.scales, ngroups, xq, ldq, xo, ldo, xe,    \
-                     lde, NT, pf, rb, out + r * NI_MT_TOKENS)
+    q8p_vnni_vbmi_nt(B, base + r * rb.base, high + r * rb.high, scales + r * rb.scales, ngroups, xq, ldq, xo, ldo, xs,    \
+                     ldx, NT, pf, rb, out + r * NI_MT_TOKENS)
     switch (bits) {
     case 4: NI_Q8_BITS(4);
     case 5: NI_Q8_BITS(5);

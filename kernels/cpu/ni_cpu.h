@@ -238,12 +238,15 @@ void ni_q8p_offsets_vnni(int bits, const int8_t *xq, int64_t ngroups, int32_t *x
 void ni_q8w_multi_vnni(const uint8_t *base, const uint8_t *scales, int64_t ngroups, const int8_t *xq, int64_t ldq,
                        const int32_t *xo, int64_t ldo, const float *xe, int64_t lde, int nt, ni_pf pf,
                        ni_row_block rb, float *out);
+/* (These two, like the AVX2 offset-binary bodies, take token j's block
+ * scales unexpanded, xs + j·ldx, and scale each group by the one fp32
+ * product s_w·s_x.) */
 void ni_q8p_groups_multi_vnni(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
                               ni_row_block rb, int64_t ngroups, const int8_t *xq, int64_t ldq, const int32_t *xo,
-                              int64_t ldo, const float *xe, int64_t lde, int nt, ni_pf pf, float *out);
+                              int64_t ldo, const float *xs, int64_t ldx, int nt, ni_pf pf, float *out);
 void ni_q8p_groups_multi_vnni_vbmi(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
                                    ni_row_block rb, int64_t ngroups, const int8_t *xq, int64_t ldq,
-                                   const int32_t *xo, int64_t ldo, const float *xe, int64_t lde, int nt, ni_pf pf,
+                                   const int32_t *xo, int64_t ldo, const float *xs, int64_t ldx, int nt, ni_pf pf,
                                    float *out);
 /* Prefetches the cache lines of p[from, to) that start at a multiple of 64
  * bytes past p: the multi-row GEMVs call it with consecutive ranges (the
@@ -299,13 +302,13 @@ void ni_dot_q8_rows_avx512(const uint8_t *base, const uint8_t *scales, ni_row_bl
 /* rb.n rows of ni_q8p_groups_multi_vnni_vbmi (q4: of
  * ni_q8p_groups_multi_vnni, the same for q4) at one token (nt = 1), each
  * row's value bit-identical to it (needs AVX512_VBMI for every format),
- * with the token's xq, xo, xe in pair order (weights.c q8p_pair_order: two
- * groups a step, avx2.c q8pr_vnni_vbmi): up
+ * with the token's xq, xo in pair order (weights.c q8p_pair_order: two
+ * groups a step, avx2.c q8pr_vnni_vbmi) and its block scales xs unexpanded: up
  * to 4 rows share each group's loads of the token, and the rows pf rows
  * further on (pf = 0: none; the caller keeps them inside the weight) are
  * prefetched as the planes are consumed. out[r·NI_MT_TOKENS]. */
 void ni_q8p_rows_vnni_vbmi(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
-                           ni_row_block rb, int64_t ngroups, const int8_t *xq, const int32_t *xo, const float *xe,
+                           ni_row_block rb, int64_t ngroups, const int8_t *xq, const int32_t *xo, const float *xs,
                            ni_pf pf, float *out);
 void ni_q8_groups_multi_vnni(int bits, const uint8_t *base, const uint8_t *high, const uint8_t *scales,
                              int64_t ngroups, const int8_t *xq, int64_t ldq, const float *xe, int64_t lde, int nt,

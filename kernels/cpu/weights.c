@@ -769,14 +769,14 @@ static void mm_q8(const mm_args *a, int64_t n0, int64_t n1) {
             float ob[RB * NI_MT_TOKENS];
             const int8_t *xq = a->xq + t0 * kpad;
             const int32_t *xo = a->xo + t0 * (kpad / 4);
-            const float *xe = a->xe + t0 * 8 * nbk, *xs = a->xs + t0 * nbk;
+            const float *xs = a->xs + t0 * nbk;
             for (int64_t n = p.nc; n < p.ne; n += RB) {
                 const mm_planes rp = mm_row_planes(w, n);
                 const ni_row_block rb = {(int)(p.ne - n < RB ? p.ne - n : RB), w->gpr * w->base_bytes,
                                          w->gpr * w->high_bytes, 2 * w->gpr};
                 if (a->rows_pair)
                     MM_PER_TOKEN(ni_q8p_rows_vnni_vbmi((int)w->bits, rp.base, rp.high, rp.scales, rb, ngroups,
-                                                       xq + j * kpad, xo + j * (kpad / 4), xe + j * 8 * nbk, pfj, o1),
+                                                       xq + j * kpad, xo + j * (kpad / 4), xs + j * nbk, pfj, o1),
                                  NI_MT_TOKENS)
                 else if (isa == NI_ISA_AVX2 && (nt == 1 || a->rows_mt) && a->pf_rows >= 0)
                     MM_PER_TOKEN((a->avxvnni ? ni_q8u_rows_avxvnni : ni_q8u_rows_avx2)(
@@ -789,7 +789,7 @@ static void mm_q8(const mm_args *a, int64_t n0, int64_t n1) {
                         a->pf_nt && t0 == 0 ? mm_pf(a, n, rb.n) : (ni_pf){0, 0}, ob); /* later passes: cached */
                 else
                     (a->vbmi ? ni_q8p_groups_multi_vnni_vbmi : ni_q8p_groups_multi_vnni)(
-                        (int)w->bits, rp.base, rp.high, rp.scales, rb, ngroups, xq, kpad, xo, kpad / 4, xe, 8 * nbk, nt,
+                        (int)w->bits, rp.base, rp.high, rp.scales, rb, ngroups, xq, kpad, xo, kpad / 4, xs, nbk, nt,
                         a->pf_nt && t0 == 0 ? mm_pf(a, n, rb.n) : (ni_pf){0, 0}, ob);
                 for (int r = 0; r < rb.n; r++)
                     for (int j = 0; j < nt; j++) mm_store(a, t0 + j, n + r, ob[r * NI_MT_TOKENS + j]);
@@ -1093,14 +1093,14 @@ static int64_t q8_phase(int64_t off, int64_t ph) {
 
 /* Pair order of one token's int8 arrays for ni_q8p_rows_vnni_vbmi: in each
  * pair of 64-value groups (2g, 2g + 1) of the permuted layout, the codes
- * (64 bytes a group), offset lanes and expanded scales (16 lanes a group)
+ * (64 bytes a group) and offset lanes (16 lanes a group)
  * go from [g0 lo, g0 hi, g1 lo, g1 hi] to [g0 lo, g1 lo, g0 hi, g1 hi] in
  * 32-byte halves: the lanes a 64-byte load of both groups' nibbles meets
  * after one and (low nibbles) or shift + and (high nibbles). An unpaired
  * last group of the ngroups stays as it is. */
-static void q8p_pair_order(int8_t *xq, int32_t *xo, float *xe, int64_t ngroups) {
-    uint8_t *arr[3] = {(uint8_t *)xq, (uint8_t *)xo, (uint8_t *)xe};
-    for (int i = 0; i < 3; i++)
+static void q8p_pair_order(int8_t *xq, int32_t *xo, int64_t ngroups) {
+    uint8_t *arr[2] = {(uint8_t *)xq, (uint8_t *)xo};
+    for (int i = 0; i < 2; i++)
         for (int64_t g = 0; g + 2 <= ngroups; g += 2) {
             uint8_t tmp[32], *p = arr[i] + 64 * g;
             memcpy(tmp, p + 32, 32);
@@ -1209,7 +1209,7 @@ void ni_matmul_act(ni_ctx *c, const ni_weight *w, ni_rows x, ni_rows y, int accu
         if (a.rows_pair || a.rows_mt || a.pf_nt) a.pf_rows = rows, a.pf_l2 = rows > 0 && prefetch_l2();
         if (a.rows_pair) /* the once-a-token route takes each token in pair order */
             for (int64_t t = 0; t < x.t; t++)
-                q8p_pair_order(xq + t * kpad, xo + t * (kpad / 4), xe + t * 8 * nbk, (w->k + w->group - 1) / w->group);
+                q8p_pair_order(xq + t * kpad, xo + t * (kpad / 4), (w->k + w->group - 1) / w->group);
         a.xq = xq;
         a.xs = xs;
         a.xe = xe;
