@@ -393,9 +393,9 @@ AVX2 void ni_dot_bf16_multi_avx2(const uint16_t *w, const float *x, int64_t ldx,
  * group have the same scale, NI_ACT_Q8 quantizing per group) at xe + j·lde.
  * Per 32-value block b (group g, scale s_w): the integer dot Σ q_w·q_x is exact in int32
  * (|q_w|·|q_x| ≤ 128·127, pairs summed in int16 without saturation:
- * 2·128·127 < 32767), converted to fp32, scaled by s_x[b] and added with
- * weight s_w into one of two per-token 8-lane accumulators (alternating
- * blocks, two FMA chains): out[j] = hsum(acc0 + acc1). The sign trick feeds
+ * 2·128·127 < 32767), converted to fp32 and added with the one fp32
+ * product s_w·s_x[b] into one of two per-token 8-lane accumulators
+ * (alternating blocks, two FMA chains): out[j] = hsum(acc0 + acc1). The sign trick feeds
  * the unsigned × signed byte multiply: |q_w| · (q_x · sign(q_w)). */
 AVX2 static inline __attribute__((always_inline)) __m256i q8_dot32(__m256i w, __m256i x) {
     const __m256i ones = _mm256_set1_epi16(1);
@@ -409,8 +409,8 @@ AVX2 static inline __attribute__((always_inline)) void q8_block_nt(__m256i wv, _
                                                                int64_t kb, const int NT, __m256 *acc) {
     for (int j = 0; j < NT; j++) {
         __m256i xv = _mm256_loadu_si256((const __m256i *)(xq + j * ldq + 32 * kb));
-        __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(q8_dot32(wv, xv)), _mm256_loadu_ps(xe + j * lde + 8 * kb));
-        acc[j] = _mm256_fmadd_ps(v, sw, acc[j]);
+        acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q8_dot32(wv, xv)),
+                                 _mm256_mul_ps(sw, _mm256_loadu_ps(xe + j * lde + 8 * kb)), acc[j]);
     }
 }
 
@@ -453,49 +453,65 @@ AVX2 static inline __attribute__((always_inline)) void q8_groups_nt(const int bi
 
 /* NR ≤ 4 consecutive q8 rows of q8_groups_nt at one token (int8
  * activations, the sign trick), each row computed exactly as alone (the
- * same block terms, two FMA chains over even and odd groups): the token's
- * codes and expanded scales are loaded once a group for all rows, and the
- * rows pf rows further on are prefetched one cache line per 64 bytes of each
- * plane consumed (pf = 0: none; as ni_q8p_rows_vnni_vbmi). */
+ * same block terms and products s_w·s_x, two FMA chains over even and odd
+ * groups): the token's codes are loaded once a group for all rows; each
+ * row's products of 8 groups are formed at once (one vcvtph2ps, one
+ * multiply by the token's block scales xs) and broadcast from memory, and
+ * the 8-group loop runs rolled (as q8ur in q8u_body.h: AVX2's 16 registers);
+ * the rows pf rows further on are prefetched one cache line per 64 bytes of
+ * each plane consumed (pf = 0: none; as ni_q8p_rows_vnni_vbmi). */
 #define NI_Q8R2_ROWS 4
 AVX2 static inline __attribute__((always_inline)) void q8_rows_avx2(const int NR, const uint8_t *base,
                                                                 const uint8_t *scales, ni_row_block rb,
-                                                                int64_t ngroups, const int8_t *xq, const float *xe,
+                                                                int64_t ngroups, const int8_t *xq, const float *xs,
                                                                 ni_pf pf, float *out) {
     const uint8_t *pb = base + pf.rows * rb.base, *ps = scales + pf.rows * rb.scales;
     __m256 acc0[NI_Q8R2_ROWS], acc1[NI_Q8R2_ROWS];
+    float csw[NI_Q8R2_ROWS * 8] __attribute__((aligned(32))); /* row r, group g8 + i: csw[8r + i] */
     for (int r = 0; r < NR; r++) acc0[r] = acc1[r] = _mm256_setzero_ps();
-#define NI_Q8R2_STEP(G, ACC)                                                                                          \
+#define NI_Q8R2_STEP(G, I, ACC)                                                                                       \
     {                                                                                                                 \
         const int64_t g = (G);                                                                                        \
         ni_prefetch_step(pf, NR, g, pb, 32, NULL, 0, ps, 2);                                                          \
         const __m256i xv = _mm256_loadu_si256((const __m256i *)(xq + 32 * g));                                        \
-        const __m256 ev = _mm256_loadu_ps(xe + 8 * g);                                                                \
         for (int r = 0; r < NR; r++) {                                                                                \
             const __m256i wv = _mm256_loadu_si256((const __m256i *)(base + r * rb.base + 32 * g));                    \
-            __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(q8_dot32(wv, xv)), ev);                                       \
-            ACC[r] = _mm256_fmadd_ps(v, q8_scale(scales + r * rb.scales, g), ACC[r]);                                 \
+            ACC[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q8_dot32(wv, xv)), _mm256_broadcast_ss(csw + 8 * r + (I)),    \
+                                     ACC[r]);                                                                         \
         }                                                                                                             \
     }
-    int64_t g2 = 0;
-    for (; g2 + 2 <= ngroups; g2 += 2) {
-        NI_Q8R2_STEP(g2, acc0)
-        NI_Q8R2_STEP(g2 + 1, acc1)
+    int64_t g8 = 0;
+    for (; g8 + 8 <= ngroups; g8 += 8) {
+        const __m256 sx = _mm256_loadu_ps(xs + g8);
+        for (int r = 0; r < NR; r++)
+            _mm256_store_ps(csw + 8 * r, _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128(
+                                                           (const __m128i *)(scales + r * rb.scales + 2 * g8))),
+                                                       sx));
+        _Pragma("GCC unroll 1") for (int i = 0; i < 8; i += 2) {
+            NI_Q8R2_STEP(g8 + i, i, acc0)
+            NI_Q8R2_STEP(g8 + i + 1, i + 1, acc1)
+        }
     }
-    if (g2 < ngroups) NI_Q8R2_STEP(g2, acc0)
+    for (int i = 0; g8 + i < ngroups; i++) /* the last < 8 groups: even into acc0, odd into acc1 */
+        for (int r = 0; r < NR; r++)
+            csw[8 * r + i] = _mm256_cvtss_f32(_mm256_mul_ps(q8_scale(scales + r * rb.scales, g8 + i), _mm256_set1_ps(xs[g8 + i])));
+    for (int i = 0; g8 + i < ngroups; i += 2) {
+        NI_Q8R2_STEP(g8 + i, i, acc0)
+        if (g8 + i + 1 < ngroups) NI_Q8R2_STEP(g8 + i + 1, i + 1, acc1)
+    }
 #undef NI_Q8R2_STEP
     for (int r = 0; r < NR; r++) out[r] = hsum(_mm256_add_ps(acc0[r], acc1[r]));
 }
 
 AVX2 void ni_q8_rows_avx2(const uint8_t *base, const uint8_t *scales, ni_row_block rb, int64_t ngroups,
-                          const int8_t *xq, const float *xe, ni_pf pf, float *out) {
+                          const int8_t *xq, const float *xs, ni_pf pf, float *out) {
     for (int r0 = 0; r0 < rb.n; r0 += NI_Q8R2_ROWS) {
         const uint8_t *b = base + r0 * rb.base, *s = scales + r0 * rb.scales;
         switch (rb.n - r0 < NI_Q8R2_ROWS ? rb.n - r0 : NI_Q8R2_ROWS) {
-        case 1: q8_rows_avx2(1, b, s, rb, ngroups, xq, xe, pf, out + r0); break;
-        case 2: q8_rows_avx2(2, b, s, rb, ngroups, xq, xe, pf, out + r0); break;
-        case 3: q8_rows_avx2(3, b, s, rb, ngroups, xq, xe, pf, out + r0); break;
-        default: q8_rows_avx2(4, b, s, rb, ngroups, xq, xe, pf, out + r0); break;
+        case 1: q8_rows_avx2(1, b, s, rb, ngroups, xq, xs, pf, out + r0); break;
+        case 2: q8_rows_avx2(2, b, s, rb, ngroups, xq, xs, pf, out + r0); break;
+        case 3: q8_rows_avx2(3, b, s, rb, ngroups, xq, xs, pf, out + r0); break;
+        default: q8_rows_avx2(4, b, s, rb, ngroups, xq, xs, pf, out + r0); break;
         }
     }
 }

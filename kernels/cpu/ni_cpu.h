@@ -288,7 +288,7 @@ void ni_q8u_rows_avxvnni(int bits, const uint8_t *base, const uint8_t *high, con
  * each row's value bit-identical to it, 4 rows per pass, the rows pf rows
  * further on prefetched: out[r]. */
 void ni_q8_rows_avx2(const uint8_t *base, const uint8_t *scales, ni_row_block rb, int64_t ngroups, const int8_t *xq,
-                     const float *xe, ni_pf pf, float *out);
+                     const float *xs, ni_pf pf, float *out);
 /* rb.n q8 rows of ni_q8w_multi_vnni at one token (nt = 1), each row's value
  * bit-identical to it, 4 rows per pass with the rows pf rows further on
  * prefetched (ni_q8p_rows_vnni_vbmi's scheme): out[r]. */

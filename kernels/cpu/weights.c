@@ -807,7 +807,8 @@ static void mm_q8(const mm_args *a, int64_t n0, int64_t n1) {
                 const ni_row_block rb = {(int)(p.ne - n < RB ? p.ne - n : RB), w->gpr * w->base_bytes, 0, 2 * w->gpr};
                 if (isa == NI_ISA_AVX2)
                     MM_PER_TOKEN(
-                        ni_q8_rows_avx2(rp.base, rp.scales, rb, ngroups, xq + j * kpad, xe + j * 8 * nbk, pfj, o1), 1)
+                        ni_q8_rows_avx2(rp.base, rp.scales, rb, ngroups, xq + j * kpad, a->xs + (t0 + j) * nbk, pfj, o1),
+                        1)
                 else
                     MM_PER_TOKEN(ni_q8w_rows_vnni(rp.base, rp.scales, rb, ngroups, xq + j * kpad,
                                                   a->xo + (t0 + j) * (kpad / 4), xe + j * 8 * nbk, pfj, o1),
