@@ -698,8 +698,8 @@ AVX2 static inline __attribute__((always_inline)) void dec_r6(const uint8_t *bas
             __m512i xv = _mm512_loadu_si512((const void *)(xq + j * ldq + 64 * s));                                   \
             __m512i sx = _mm512_mask_sub_epi8(xv, neg, _mm512_setzero_si512(), xv);                                   \
             __m512i p = DOT;                                                                                          \
-            __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(p), _mm512_loadu_ps(xe + j * lde + 16 * s));                  \
-            ACC[j] = _mm512_fmadd_ps(v, sw, ACC[j]);                                                                  \
+            ACC[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(sw, _mm512_loadu_ps(xe + j * lde + 16 * s)), \
+                                     ACC[j]);                                                                         \
         }                                                                                                             \
     }
 
@@ -752,8 +752,8 @@ AVX512VNNI static inline __attribute__((always_inline)) void q8_vnni_nt(const in
         for (int j = 0; j < NT; j++) {                                                                                \
             __m512i xv = _mm512_loadu_si512((const void *)(xq + j * ldq + 64 * s));                                   \
             __m512i p = _mm512_dpbusd_epi32(_mm512_loadu_si512((const void *)(xo + j * ldo + 16 * s)), wv, xv);       \
-            __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(p), _mm512_loadu_ps(xe + j * lde + 16 * s));                  \
-            ACC[j] = _mm512_fmadd_ps(v, sw, ACC[j]);                                                                  \
+            ACC[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(sw, _mm512_loadu_ps(xe + j * lde + 16 * s)), \
+                                     ACC[j]);                                                                         \
         }                                                                                                             \
     }
 
@@ -795,15 +795,16 @@ AVX512VNNI void ni_q8w_multi_vnni(const uint8_t *base, const uint8_t *scales, in
 
 /* NR ≤ NI_Q8WR_ROWS consecutive q8 rows of q8w_vnni_nt at one token, each
  * row computed exactly as alone (the same steps, the same two FMA chains
- * over even and odd steps, the same final sum): the token's codes, offset
- * lanes and expanded scales are loaded once a step for all NR rows, and the
+ * over even and odd steps, the same products s_w·s_x, formed for 16 groups
+ * of a row at once from the token's block scales xs, the same final sum):
+ * the token's codes and offset lanes are loaded once a step for all NR rows, and the
  * NR rows pf rows further on are prefetched one cache line per 64 bytes of
  * each plane consumed (q8pr_vnni_vbmi's scheme; pf = 0: no prefetch). */
 #define NI_Q8WR_ROWS 4
 AVX512VNNI static inline __attribute__((always_inline)) void q8wr_vnni(const int NR, const uint8_t *base,
                                                                    const uint8_t *scales, ni_row_block rb,
                                                                    int64_t ngroups, const int8_t *xq,
-                                                                   const int32_t *xo, const float *xe, ni_pf pf,
+                                                                   const int32_t *xo, const float *xs, ni_pf pf,
                                                                    float *out) {
     const int64_t steps = (ngroups + 1) / 2;
     const __m512i flip = _mm512_set1_epi8((char)0x80);
@@ -817,7 +818,6 @@ AVX512VNNI static inline __attribute__((always_inline)) void q8wr_vnni(const int
         ni_prefetch_step(pf, NR, s, pb, 64, NULL, 0, ps, 4);                                                          \
         const __m512i xv = _mm512_loadu_si512((const void *)(xq + 64 * s));                                           \
         const __m512i ov = _mm512_loadu_si512((const void *)(xo + 16 * s));                                           \
-        const __m512 ev = _mm512_loadu_ps(xe + 16 * s);                                                               \
         const __m512i idx = _mm512_add_epi32(pair, _mm512_set1_epi32((int)(2 * (I))));                               \
         for (int r = 0; r < NR; r++) {                                                                                \
             const uint8_t *bp = base + r * rb.base + 64 * s;                                                          \
@@ -825,15 +825,15 @@ AVX512VNNI static inline __attribute__((always_inline)) void q8wr_vnni(const int
                                              : _mm512_maskz_loadu_epi8(0xffffffffull, bp);                            \
             wv = _mm512_xor_si512(wv, flip);                                                                          \
             const __m512 sw = _mm512_permutexvar_ps(idx, sc16[r]);                                                    \
-            __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(ov, wv, xv)), ev);                        \
-            ACC[r] = _mm512_fmadd_ps(v, sw, ACC[r]);                                                                  \
+            ACC[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(ov, wv, xv)), sw, ACC[r]);                \
         }                                                                                                             \
     }
     for (int64_t s0 = 0; s0 < steps; s0 += 8) { /* 16 groups per scale load; s0 even */
         const int64_t ng = ngroups - 2 * s0 < 16 ? ngroups - 2 * s0 : 16, ns = (ng + 1) / 2;
+        const __mmask16 gm = (__mmask16)((1u << ng) - 1u);
+        const __m512 sx = _mm512_maskz_loadu_ps(gm, xs + 2 * s0); /* q8: one block scale a group */
         for (int r = 0; r < NR; r++)
-            sc16[r] = _mm512_cvtph_ps(
-                _mm256_maskz_loadu_epi16((__mmask16)((1u << ng) - 1u), scales + r * rb.scales + 4 * s0));
+            sc16[r] = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(gm, scales + r * rb.scales + 4 * s0)), sx);
         int64_t i = 0;
         for (; i + 2 <= ns; i += 2) {
             NI_Q8WR_STEP(i, acc0)
@@ -846,14 +846,14 @@ AVX512VNNI static inline __attribute__((always_inline)) void q8wr_vnni(const int
 }
 
 AVX512VNNI void ni_q8w_rows_vnni(const uint8_t *base, const uint8_t *scales, ni_row_block rb, int64_t ngroups,
-                                 const int8_t *xq, const int32_t *xo, const float *xe, ni_pf pf, float *out) {
+                                 const int8_t *xq, const int32_t *xo, const float *xs, ni_pf pf, float *out) {
     for (int r0 = 0; r0 < rb.n; r0 += NI_Q8WR_ROWS) {
         const uint8_t *b = base + r0 * rb.base, *s = scales + r0 * rb.scales;
         switch (rb.n - r0 < NI_Q8WR_ROWS ? rb.n - r0 : NI_Q8WR_ROWS) {
-        case 1: q8wr_vnni(1, b, s, rb, ngroups, xq, xo, xe, pf, out + r0); break;
-        case 2: q8wr_vnni(2, b, s, rb, ngroups, xq, xo, xe, pf, out + r0); break;
-        case 3: q8wr_vnni(3, b, s, rb, ngroups, xq, xo, xe, pf, out + r0); break;
-        default: q8wr_vnni(4, b, s, rb, ngroups, xq, xo, xe, pf, out + r0); break;
+        case 1: q8wr_vnni(1, b, s, rb, ngroups, xq, xo, xs, pf, out + r0); break;
+        case 2: q8wr_vnni(2, b, s, rb, ngroups, xq, xo, xs, pf, out + r0); break;
+        case 3: q8wr_vnni(3, b, s, rb, ngroups, xq, xo, xs, pf, out + r0); break;
+        default: q8wr_vnni(4, b, s, rb, ngroups, xq, xo, xs, pf, out + r0); break;
         }
     }
 }

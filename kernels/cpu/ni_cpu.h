@@ -293,7 +293,7 @@ void ni_q8_rows_avx2(const uint8_t *base, const uint8_t *scales, ni_row_block rb
  * bit-identical to it, 4 rows per pass with the rows pf rows further on
  * prefetched (ni_q8p_rows_vnni_vbmi's scheme): out[r]. */
 void ni_q8w_rows_vnni(const uint8_t *base, const uint8_t *scales, ni_row_block rb, int64_t ngroups, const int8_t *xq,
-                      const int32_t *xo, const float *xe, ni_pf pf, float *out);
+                      const int32_t *xo, const float *xs, ni_pf pf, float *out);
 /* rb.n q8 rows of ni_dot_groups_multi_avx512 (fp32 token x, nt = 1), each
  * row's value bit-identical to it, 4 rows per pass with the rows pf rows
  * further on prefetched (ni_q8p_rows_vnni_vbmi's scheme): out[r]. */

@@ -801,17 +801,16 @@ static void mm_q8(const mm_args *a, int64_t n0, int64_t n1) {
             enum { RB = 16 };
             float ob[RB * NI_MT_TOKENS];
             const int8_t *xq = a->xq + t0 * kpad;
-            const float *xe = a->xe + t0 * 8 * nbk;
+            const float *xs = a->xs + t0 * nbk;
             for (int64_t n = p.nc; n < p.ne; n += RB) {
                 const mm_planes rp = mm_row_planes(w, n);
                 const ni_row_block rb = {(int)(p.ne - n < RB ? p.ne - n : RB), w->gpr * w->base_bytes, 0, 2 * w->gpr};
                 if (isa == NI_ISA_AVX2)
                     MM_PER_TOKEN(
-                        ni_q8_rows_avx2(rp.base, rp.scales, rb, ngroups, xq + j * kpad, a->xs + (t0 + j) * nbk, pfj, o1),
-                        1)
+                        ni_q8_rows_avx2(rp.base, rp.scales, rb, ngroups, xq + j * kpad, xs + j * nbk, pfj, o1), 1)
                 else
                     MM_PER_TOKEN(ni_q8w_rows_vnni(rp.base, rp.scales, rb, ngroups, xq + j * kpad,
-                                                  a->xo + (t0 + j) * (kpad / 4), xe + j * 8 * nbk, pfj, o1),
+                                                  a->xo + (t0 + j) * (kpad / 4), xs + j * nbk, pfj, o1),
                                  1)
                 for (int r = 0; r < rb.n; r++)
                     for (int j = 0; j < nt; j++) mm_store(a, t0 + j, n + r, ob[r * NI_MT_TOKENS + j]);
