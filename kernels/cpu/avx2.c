@@ -414,8 +414,12 @@ AVX2 static inline __attribute__((always_inline)) void q8_block_nt(__m256i wv, _
     }
 }
 
+/* Group g's fp16 weight scale as fp32 (exact), and broadcast to 8 lanes. */
+AVX2 static inline __attribute__((always_inline)) float q8_scale1(const uint8_t *scales, int64_t g) {
+    return _cvtsh_ss((unsigned short)(scales[2 * g] | (scales[2 * g + 1] << 8)));
+}
 AVX2 static inline __attribute__((always_inline)) __m256 q8_scale(const uint8_t *scales, int64_t g) {
-    return _mm256_set1_ps(_cvtsh_ss((unsigned short)(scales[2 * g] | (scales[2 * g + 1] << 8))));
+    return _mm256_set1_ps(q8_scale1(scales, g));
 }
 
 /* Two FMA chains per token: even blocks into acc0, odd blocks into acc1
@@ -494,7 +498,7 @@ AVX2 static inline __attribute__((always_inline)) void q8_rows_avx2(const int NR
     }
     for (int i = 0; g8 + i < ngroups; i++) /* the last < 8 groups: even into acc0, odd into acc1 */
         for (int r = 0; r < NR; r++)
-            csw[8 * r + i] = _mm256_cvtss_f32(_mm256_mul_ps(q8_scale(scales + r * rb.scales, g8 + i), _mm256_set1_ps(xs[g8 + i])));
+            csw[8 * r + i] = q8_scale1(scales + r * rb.scales, g8 + i) * xs[g8 + i];
     for (int i = 0; g8 + i < ngroups; i += 2) {
         NI_Q8R2_STEP(g8 + i, i, acc0)
         if (g8 + i + 1 < ngroups) NI_Q8R2_STEP(g8 + i + 1, i + 1, acc1)
@@ -1148,9 +1152,8 @@ AVX512VNNIVBMIP static inline __attribute__((always_inline)) void q8pr_vnni_vbmi
             wv = _mm512_xor_si512(wv, sg);
             const __m512i xv = _mm512_loadu_si512((const void *)(xq + 64 * g));
             const __m512i ov = _mm512_loadu_si512((const void *)(xo + 16 * g));
-            const float s = _cvtsh_ss((unsigned short)(scales[r * rb.scales + 2 * g] | (scales[r * rb.scales + 2 * g + 1] << 8)));
             acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(ov, wv, xv)),
-                                   _mm512_mul_ps(_mm512_set1_ps(s), _mm512_set1_ps(xs[2 * g])), acc0);
+                                   _mm512_set1_ps(q8_scale1(scales + r * rb.scales, g) * xs[2 * g]), acc0);
         }
         out[r * NI_MT_TOKENS] = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
     }

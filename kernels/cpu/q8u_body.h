@@ -133,7 +133,7 @@ Q8U_ATTR static inline __attribute__((always_inline)) void Q8U_N(q8ur)(const int
     }
     for (; g8 < ngroups; g8++) {
         for (int r = 0; r < NR; r++)
-            csw[8 * r] = _mm256_cvtss_f32(_mm256_mul_ps(q8_scale(scales + r * rb.scales, g8), _mm256_set1_ps(xs[2 * g8])));
+            csw[8 * r] = q8_scale1(scales + r * rb.scales, g8) * xs[2 * g8];
         NI_Q8UR_GROUP(g8, 0)
     }
 #undef NI_Q8UR_GROUP
