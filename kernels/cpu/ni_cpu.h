@@ -248,18 +248,30 @@ void ni_q8p_groups_multi_vnni_vbmi(int bits, const uint8_t *base, const uint8_t 
                                    ni_row_block rb, int64_t ngroups, const int8_t *xq, int64_t ldq,
                                    const int32_t *xo, int64_t ldo, const float *xs, int64_t ldx, int nt, ni_pf pf,
                                    float *out);
-/* Prefetches the cache lines of p[from, to) that start at a multiple of 64
- * bytes past p: the multi-row GEMVs call it with consecutive ranges (the
- * bytes of each plane one pass consumes, offset to the rows pf further on),
- * so every line of those rows is fetched once, in order, ahead of use. */
-static inline __attribute__((always_inline)) void ni_prefetch_range(const uint8_t *p, int64_t from, int64_t to,
+/* Prefetches the cache lines of p[len·s, len·(s + 1)) that start at a
+ * multiple of 64 bytes past p: the multi-row GEMVs call it with
+ * consecutive steps s (the bytes of each plane one pass consumes, offset to
+ * the rows pf further on), so every line of those rows is fetched once, in
+ * order, ahead of use. len is a compile-time constant at every call: a
+ * multiple of 64 gives len/64 prefetches and no branch, a len below 64 at
+ * most one (the range holds a multiple of 64 iff (to − 1) rounded down to
+ * one is ≥ from); the loop serves the rest. */
+static inline __attribute__((always_inline)) void ni_prefetch_line(const uint8_t *p, int l2) {
+    if (l2) _mm_prefetch((const char *)p, _MM_HINT_T1);
+    else _mm_prefetch((const char *)p, _MM_HINT_T0);
+}
+static inline __attribute__((always_inline)) void ni_prefetch_range(const uint8_t *p, int64_t s, int64_t len,
                                                                     int l2) {
-    for (int64_t o = (from + 63) & ~(int64_t)63; o < to; o += 64) {
-        if (l2) _mm_prefetch((const char *)(p + o), _MM_HINT_T1);
-        else _mm_prefetch((const char *)(p + o), _MM_HINT_T0);
+    const int64_t from = len * s, to = from + len;
+    if (len % 64 == 0) {
+        for (int64_t o = 0; o < len; o += 64) ni_prefetch_line(p + from + o, l2);
+    } else if (len < 64) {
+        const int64_t o = (to - 1) & ~(int64_t)63;
+        if (o >= from) ni_prefetch_line(p + o, l2);
+    } else {
+        for (int64_t o = (from + 63) & ~(int64_t)63; o < to; o += 64) ni_prefetch_line(p + o, l2);
     }
 }
-
 
 /* One step of a multi-row GEMV's prefetch: nr rows consume bb base bytes,
  * hb high-bit bytes (0: none) and sb scale bytes each per step s, so the
@@ -269,9 +281,9 @@ static inline __attribute__((always_inline)) void ni_prefetch_step(ni_pf pf, int
                                                                    int64_t bb, const uint8_t *ph, int64_t hb,
                                                                    const uint8_t *ps, int64_t sb) {
     if (!pf.rows) return;
-    ni_prefetch_range(pb, nr * bb * s, nr * bb * (s + 1), pf.l2);
-    if (hb) ni_prefetch_range(ph, nr * hb * s, nr * hb * (s + 1), pf.l2);
-    ni_prefetch_range(ps, nr * sb * s, nr * sb * (s + 1), pf.l2);
+    ni_prefetch_range(pb, s, nr * bb, pf.l2);
+    if (hb) ni_prefetch_range(ph, s, nr * hb, pf.l2);
+    ni_prefetch_range(ps, s, nr * sb, pf.l2);
 }
 
 /* rb.n rows of ni_q8u_groups_multi_{avx2,avxvnni} at one token (nt = 1),
