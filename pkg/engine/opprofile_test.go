@@ -80,6 +80,42 @@ func (p *opProfile) Attention(out, q backend.Tensor, kv backend.KVLayer, pos bac
 	p.timed("attention", 0, func() { p.Backend.Attention(out, q, kv, pos, scale) })
 }
 
+func (p *opProfile) Embed(out backend.Tensor, w *backend.Weight, ids backend.View) {
+	p.timed("embed", 0, func() { p.Backend.Embed(out, w, ids) })
+}
+
+func (p *opProfile) L2Norm(y, x backend.Tensor, scale float32) {
+	p.timed("l2norm", 0, func() { p.Backend.L2Norm(y, x, scale) })
+}
+
+func (p *opProfile) RoPE(x backend.Tensor, pos backend.View, rotaryDim int, theta float64) {
+	p.timed("rope", 0, func() { p.Backend.RoPE(x, pos, rotaryDim, theta) })
+}
+
+func (p *opProfile) SigmoidMul(y, x, g backend.Tensor) {
+	p.timed("sigmoid_mul", 0, func() { p.Backend.SigmoidMul(y, x, g) })
+}
+
+func (p *opProfile) SwiGLU(y, g, u backend.Tensor) {
+	p.timed("swiglu", 0, func() { p.Backend.SwiGLU(y, g, u) })
+}
+
+func (p *opProfile) Add(y, a, b backend.Tensor) {
+	p.timed("add", 0, func() { p.Backend.Add(y, a, b) })
+}
+
+func (p *opProfile) Argmax(out backend.View, x backend.Tensor) {
+	p.timed("argmax", 0, func() { p.Backend.Argmax(out, x) })
+}
+
+func (p *opProfile) GDNGate(g, beta, a, b backend.Tensor, aLog, dtBias backend.View) {
+	p.timed("gdn_gate", 0, func() { p.Backend.GDNGate(g, beta, a, b, aLog, dtBias) })
+}
+
+func (p *opProfile) KVAppend(kv backend.KVLayer, k, v backend.Tensor, pos backend.View) {
+	p.timed("kv_append", 0, func() { p.Backend.KVAppend(kv, k, v, pos) })
+}
+
 // report is the profile of steps decode steps that took total: one line
 // per key, slowest first, then the step's untimed rest.
 func (p *opProfile) report(steps int, total time.Duration) string {
