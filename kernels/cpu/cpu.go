@@ -176,6 +176,19 @@ func (x *Ctx) MatmulAct(w *Weight, in, out Rows, acc bool, act int) {
 	C.ni_matmul_act(x.c, &w.w, in.c(), out.c(), cbool(acc), C.int(act))
 }
 
+// prefetchOffsets returns the byte offsets the multi-row GEMVs prefetch at
+// step s of a plane they consume length bytes of per step
+// (NI_PREFETCH_OFFSETS in ni_cpu.h; for the tests).
+func prefetchOffsets(s, length int64) []int64 {
+	var buf [64]C.int64_t
+	n := int(C.ni_prefetch_offsets(C.int64_t(s), C.int64_t(length), &buf[0], C.int(len(buf))))
+	out := make([]int64, min(n, len(buf)))
+	for i := range out {
+		out[i] = int64(buf[i])
+	}
+	return out
+}
+
 // HasVNNI reports whether the ISAAVX512 level runs AVX512_VNNI bodies.
 func HasVNNI() bool { return C.ni_cpu_has_vnni() != 0 }
 

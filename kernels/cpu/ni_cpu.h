@@ -248,30 +248,42 @@ void ni_q8p_groups_multi_vnni_vbmi(int bits, const uint8_t *base, const uint8_t 
                                    ni_row_block rb, int64_t ngroups, const int8_t *xq, int64_t ldq,
                                    const int32_t *xo, int64_t ldo, const float *xs, int64_t ldx, int nt, ni_pf pf,
                                    float *out);
-/* Prefetches the cache lines of p[len·s, len·(s + 1)) that start at a
- * multiple of 64 bytes past p: the multi-row GEMVs call it with
- * consecutive steps s (the bytes of each plane one pass consumes, offset to
- * the rows pf further on), so every line of those rows is fetched once, in
- * order, ahead of use. len is a compile-time constant at every call: a
- * multiple of 64 gives len/64 prefetches and no branch, a len below 64 at
- * most one (the range holds a multiple of 64 iff (to − 1) rounded down to
- * one is ≥ from); the loop serves the rest. */
+/* The offsets of the cache lines of [len·s, len·(s + 1)) that start at a
+ * multiple of 64, in increasing order, each passed to EMIT: the multi-row
+ * GEMVs prefetch with consecutive steps s (the bytes of each plane one pass
+ * consumes, offset to the rows pf further on), so every line of those rows
+ * is fetched once, in order, ahead of use (TestPrefetchOffsetsEachLineOnce).
+ * len is a compile-time constant at every call: a multiple of 64 gives
+ * len/64 offsets and no branch, a len below 64 at most one (the range holds
+ * a multiple of 64 iff (to − 1) rounded down to one is ≥ from); the loop
+ * serves the rest. */
+#define NI_PREFETCH_OFFSETS(S, LEN, EMIT)                                                                             \
+    do {                                                                                                              \
+        const int64_t from_ = (LEN) * (S), to_ = from_ + (LEN);                                                       \
+        if ((LEN) % 64 == 0) {                                                                                        \
+            for (int64_t k_ = 0; k_ < (LEN); k_ += 64) EMIT(from_ + k_);                                              \
+        } else if ((LEN) < 64) {                                                                                      \
+            const int64_t o_ = (to_ - 1) & ~(int64_t)63;                                                              \
+            if (o_ >= from_) EMIT(o_);                                                                                \
+        } else {                                                                                                      \
+            for (int64_t o_ = (from_ + 63) & ~(int64_t)63; o_ < to_; o_ += 64) EMIT(o_);                              \
+        }                                                                                                             \
+    } while (0)
+
 static inline __attribute__((always_inline)) void ni_prefetch_line(const uint8_t *p, int l2) {
     if (l2) _mm_prefetch((const char *)p, _MM_HINT_T1);
     else _mm_prefetch((const char *)p, _MM_HINT_T0);
 }
+/* Prefetches p's lines of step s (NI_PREFETCH_OFFSETS), into L2 only (l2) or L1. */
 static inline __attribute__((always_inline)) void ni_prefetch_range(const uint8_t *p, int64_t s, int64_t len,
                                                                     int l2) {
-    const int64_t from = len * s, to = from + len;
-    if (len % 64 == 0) {
-        for (int64_t o = 0; o < len; o += 64) ni_prefetch_line(p + from + o, l2);
-    } else if (len < 64) {
-        const int64_t o = (to - 1) & ~(int64_t)63;
-        if (o >= from) ni_prefetch_line(p + o, l2);
-    } else {
-        for (int64_t o = (from + 63) & ~(int64_t)63; o < to; o += 64) ni_prefetch_line(p + o, l2);
-    }
+#define NI_PF_EMIT(o) ni_prefetch_line(p + (o), l2)
+    NI_PREFETCH_OFFSETS(s, len, NI_PF_EMIT);
+#undef NI_PF_EMIT
 }
+/* Writes the offsets NI_PREFETCH_OFFSETS gives step s of length len to
+ * out (at most max of them) and returns their count (for the tests). */
+int ni_prefetch_offsets(int64_t s, int64_t len, int64_t *out, int max);
 
 /* One step of a multi-row GEMV's prefetch: nr rows consume bb base bytes,
  * hb high-bit bytes (0: none) and sb scale bytes each per step s, so the

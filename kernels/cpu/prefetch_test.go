@@ -61,3 +61,32 @@ func TestMultiRowBodiesPrefetch(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefetchOffsetsEachLineOnce: over consecutive steps, the multi-row
+// GEMVs' prefetch names every cache line of the rows ahead once, in
+// increasing order: the multiples of 64 below steps·length (the lengths a
+// pass of 1–4 rows consumes per step of each plane: base 32 or 64 bytes a
+// row, q5/q6 high 8 or 16, scales 2 or 4).
+func TestPrefetchOffsetsEachLineOnce(t *testing.T) {
+	const steps = 37
+	for _, length := range []int64{2, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256} {
+		var got []int64
+		for s := int64(0); s < steps; s++ {
+			got = append(got, prefetchOffsets(s, length)...)
+		}
+		var want []int64
+		for o := int64(0); o < steps*length; o += 64 {
+			want = append(want, o)
+		}
+		if len(got) != len(want) {
+			t.Errorf("length %d: %d offsets over %d steps, want %d: %v", length, len(got), steps, len(want), got)
+			continue
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Errorf("length %d: offset %d is %d, want %d", length, i, got[i], want[i])
+				break
+			}
+		}
+	}
+}
