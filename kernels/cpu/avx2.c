@@ -421,6 +421,16 @@ AVX2 static inline __attribute__((always_inline)) float q8_scale1(const uint8_t 
 AVX2 static inline __attribute__((always_inline)) __m256 q8_scale(const uint8_t *scales, int64_t g) {
     return _mm256_set1_ps(q8_scale1(scales, g));
 }
+/* The 4-row T = 1 kernels' combined scales of 8 groups from g8: row r's
+ * fp16 weight scales (rows rs bytes apart) times the token's activation
+ * scales sx of those groups, s_w·s_x, to csw[8r + i] (broadcast from there:
+ * at AVX2's 16 registers the rows' scale vectors spilled). */
+AVX2 static inline __attribute__((always_inline)) void q8_csw8(float *csw, const int NR, const uint8_t *scales,
+                                                           int64_t rs, int64_t g8, __m256 sx) {
+    for (int r = 0; r < NR; r++)
+        _mm256_store_ps(csw + 8 * r,
+                        _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(scales + r * rs + 2 * g8))), sx));
+}
 
 /* Two FMA chains per token: even blocks into acc0, odd blocks into acc1
  * (for q4/q5/q6 the two blocks of a group, for q8 even and odd groups). */
@@ -486,11 +496,7 @@ AVX2 static inline __attribute__((always_inline)) void q8_rows_avx2(const int NR
     }
     int64_t g8 = 0;
     for (; g8 + 8 <= ngroups; g8 += 8) {
-        const __m256 sx = _mm256_loadu_ps(xs + g8);
-        for (int r = 0; r < NR; r++)
-            _mm256_store_ps(csw + 8 * r, _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128(
-                                                           (const __m128i *)(scales + r * rb.scales + 2 * g8))),
-                                                       sx));
+        q8_csw8(csw, NR, scales, rb.scales, g8, _mm256_loadu_ps(xs + g8)); /* q8: one block scale a group */
         _Pragma("GCC unroll 1") for (int i = 0; i < 8; i += 2) {
             NI_Q8R2_STEP(g8 + i, i, acc0)
             NI_Q8R2_STEP(g8 + i + 1, i + 1, acc1)

@@ -17,6 +17,20 @@ package cpu
 #include <string.h>
 #include "ninfer_ops.h"
 #include "cpu/ni_cpu.h"
+
+// The offsets NI_PREFETCH_OFFSETS gives step s of length len, at most max
+// of them into out; returns their count (prefetchOffsets, for the tests).
+static int ni_prefetch_offsets(int64_t s, int64_t len, int64_t *out, int max) {
+    int n = 0;
+#define NI_REC(o)                 \
+    do {                          \
+        if (n < max) out[n] = (o); \
+        n++;                      \
+    } while (0)
+    NI_PREFETCH_OFFSETS(s, len, NI_REC);
+#undef NI_REC
+    return n;
+}
 */
 import "C"
 

@@ -22,15 +22,3 @@ void *ni_alloc(int64_t n) {
     memset(p, 0, (size_t)n); /* first touch after the advice: the faults take huge pages */
     return p;
 }
-
-int ni_prefetch_offsets(int64_t s, int64_t len, int64_t *out, int max) {
-    int n = 0;
-#define NI_REC(o)                                                                                                     \
-    do {                                                                                                              \
-        if (n < max) out[n] = (o);                                                                                    \
-        n++;                                                                                                          \
-    } while (0)
-    NI_PREFETCH_OFFSETS(s, len, NI_REC);
-#undef NI_REC
-    return n;
-}

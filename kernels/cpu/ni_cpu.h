@@ -281,9 +281,6 @@ static inline __attribute__((always_inline)) void ni_prefetch_range(const uint8_
     NI_PREFETCH_OFFSETS(s, len, NI_PF_EMIT);
 #undef NI_PF_EMIT
 }
-/* Writes the offsets NI_PREFETCH_OFFSETS gives step s of length len to
- * out (at most max of them) and returns their count (for the tests). */
-int ni_prefetch_offsets(int64_t s, int64_t len, int64_t *out, int max);
 
 /* One step of a multi-row GEMV's prefetch: nr rows consume bb base bytes,
  * hb high-bit bytes (0: none) and sb scale bytes each per step s, so the

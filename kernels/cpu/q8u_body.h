@@ -125,10 +125,7 @@ Q8U_ATTR static inline __attribute__((always_inline)) void Q8U_N(q8ur)(const int
         /* the 8 groups' activation scales: the even ones of their 16 block scales */
         const __m256 ev = _mm256_shuffle_ps(_mm256_loadu_ps(xs + 2 * g8), _mm256_loadu_ps(xs + 2 * g8 + 8), 0x88);
         const __m256 sx = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(ev), 0xd8));
-        for (int r = 0; r < NR; r++)
-            _mm256_store_ps(csw + 8 * r, _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128(
-                                                           (const __m128i *)(scales + r * rb.scales + 2 * g8))),
-                                                       sx));
+        q8_csw8(csw, NR, scales, rb.scales, g8, sx);
         _Pragma("GCC unroll 1") for (int i = 0; i < 8; i++) NI_Q8UR_GROUP(g8 + i, i)
     }
     for (; g8 < ngroups; g8++) {
